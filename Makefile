@@ -1,0 +1,48 @@
+# pnsolve developer entry points. Every target creates .venv and installs what it
+# needs, so each works on a fresh clone. torch is pinned in constraints.txt.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet -c constraints.txt
+# KeOps compiles formulas with g++ on first use; keep its builds inside the checkout.
+export KEOPS_CACHE_FOLDER := $(CURDIR)/.keops_cache
+export MPLBACKEND := Agg
+JOBS ?= 2
+
+.PHONY: run test bench docs lint format clean venv
+
+$(VENV)/.core: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) torch==2.13.0
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.core
+	$(PIP) -e '.[dev,keops,peers,docs]'
+	touch $@
+
+venv: $(VENV)/.dev
+
+run: $(VENV)/.core
+	$(VENV)/bin/pnsolve demo --out outputs/demo
+
+test: $(VENV)/.dev
+	PNSOLVE_SMOKE=1 $(PY) -m pytest -n $(JOBS) -q
+
+bench: $(VENV)/.dev
+	$(PY) benchmarks/run_all.py
+
+docs: $(VENV)/.dev
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check pnsolve tests tutorials benchmarks
+	$(VENV)/bin/ruff format --check pnsolve tests tutorials benchmarks
+
+format: $(VENV)/.dev
+	$(VENV)/bin/ruff check --fix pnsolve tests tutorials benchmarks
+	$(VENV)/bin/ruff format pnsolve tests tutorials benchmarks
+
+clean:
+	rm -rf $(VENV) site outputs .keops_cache .pytest_cache .hypothesis

@@ -1,0 +1,73 @@
+"""Shared helpers for benchmark scripts: timing and peak-memory measurement.
+
+Benchmarks report *ratios* measured side by side in one run; absolute times on
+shared machines are noise.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing as mp
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["peak_rss_mb", "print_table", "ratio", "timeit"]
+
+
+def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeats`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b`` guarded against zero."""
+    return a / b if b > 0 else float("inf")
+
+
+def _child(fn: Callable[[], Any], q: mp.Queue) -> None:
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    fn()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    q.put((base / 1024.0, peak / 1024.0))
+
+
+def peak_rss_mb(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Run ``fn`` in a fresh process; return ``(baseline_mb, peak_mb)`` of its resident set.
+
+    ``fn`` must be picklable (a module-level function or a ``functools.partial`` of one).
+    The difference ``peak - baseline`` is the memory the call itself needed.
+    """
+    ctx = mp.get_context("spawn")
+    q: mp.Queue = ctx.Queue()
+    p = ctx.Process(target=_child, args=(fn, q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
+
+
+def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+    """Print a fixed-width table."""
+    cells = [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    print(f"\n== {title} ==")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+def _fmt(c: Any) -> str:
+    if isinstance(c, float):
+        return f"{c:.3g}"
+    return str(c)

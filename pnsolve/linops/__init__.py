@@ -1,0 +1,36 @@
+"""Linear operators: the objects every pnsolve solver multiplies with.
+
+See :class:`LinearOperator` for the protocol. Concrete operators: :class:`Dense`,
+:class:`Diagonal`, :class:`ScaledIdentity`, :class:`LowRank`, :class:`Closure`,
+:class:`Sum`, :class:`Scaled`, :class:`Product`, :class:`BlockDiagonal` and the
+matrix-free :class:`KernelMatrix`. :func:`as_linop` wraps tensors, NumPy arrays and
+SciPy operators.
+"""
+
+from .as_linop import as_linop
+from .base import LinearOperator
+from .block_diagonal import BlockDiagonal
+from .closure import Closure
+from .dense import Dense
+from .diagonal import Diagonal
+from .low_rank import LowRank
+from .product import Product
+from .scaled import Scaled
+from .scaled_identity import ScaledIdentity
+from .sum import Sum
+from .transpose import Transpose
+
+__all__ = [
+    "BlockDiagonal",
+    "Closure",
+    "Dense",
+    "Diagonal",
+    "LinearOperator",
+    "LowRank",
+    "Product",
+    "Scaled",
+    "ScaledIdentity",
+    "Sum",
+    "Transpose",
+    "as_linop",
+]

@@ -1,0 +1,68 @@
+"""Dense (stored) matrices as operators."""
+
+from __future__ import annotations
+
+import torch
+
+from .._validation import check_tensor
+from .base import LinearOperator
+
+__all__ = ["Dense"]
+
+
+class Dense(LinearOperator):
+    """A stored matrix ``A`` of shape ``(m, n)``.
+
+    Parameters
+    ----------
+    matrix
+        Floating tensor of shape ``(m, n)``; it is referenced, not copied.
+    is_symmetric, is_psd
+        Structural flags. ``is_symmetric=None`` checks symmetry numerically
+        (to a dtype-relative tolerance) for square matrices.
+    """
+
+    def __init__(
+        self,
+        matrix: torch.Tensor,
+        *,
+        is_symmetric: bool | None = None,
+        is_psd: bool = False,
+    ) -> None:
+        matrix = check_tensor(matrix, "matrix")
+        if matrix.ndim != 2:
+            raise ValueError(f"matrix must have shape (m, n), got {tuple(matrix.shape)}")
+        if not matrix.is_floating_point():
+            raise TypeError(f"matrix must have a floating dtype, got {matrix.dtype}")
+        if is_symmetric is None:
+            is_symmetric = matrix.shape[0] == matrix.shape[1] and _looks_symmetric(matrix)
+        super().__init__(
+            tuple(matrix.shape),
+            matrix.dtype,
+            matrix.device,
+            is_symmetric=is_symmetric,
+            is_psd=is_psd,
+        )
+        self.matrix = matrix
+
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self.matrix @ X
+
+    def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self.matrix.mT @ X
+
+    def _diagonal(self) -> torch.Tensor:
+        return torch.diagonal(self.matrix)
+
+    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
+        return self.matrix[rows]
+
+    def to_dense(self) -> torch.Tensor:
+        return self.matrix
+
+
+def _looks_symmetric(matrix: torch.Tensor) -> bool:
+    with torch.no_grad():
+        scale = matrix.abs().max().clamp_min(torch.finfo(matrix.dtype).tiny)
+        tol = 100 * torch.finfo(matrix.dtype).eps * scale
+        return bool(((matrix - matrix.mT).abs().max() <= tol).item()) if matrix.numel() else True

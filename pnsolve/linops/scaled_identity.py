@@ -1,0 +1,54 @@
+"""Scaled identity ``c I``."""
+
+from __future__ import annotations
+
+import torch
+
+from .base import LinearOperator
+
+__all__ = ["ScaledIdentity"]
+
+
+class ScaledIdentity(LinearOperator):
+    """``c · I_n``.
+
+    Parameters
+    ----------
+    n
+        Size.
+    scale
+        Python number or 0-d tensor (a tensor keeps autograd to e.g. a noise parameter).
+    dtype, device
+        Of products; taken from ``scale`` when it is a tensor and these are omitted.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        scale: float | torch.Tensor = 1.0,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if isinstance(scale, torch.Tensor):
+            if scale.ndim != 0:
+                raise ValueError(f"scale must be a scalar, got shape {tuple(scale.shape)}")
+            dtype = dtype or scale.dtype
+            device = device or scale.device
+        dtype = dtype or torch.get_default_dtype()
+        device = device or "cpu"
+        psd = bool(torch.as_tensor(scale).detach() >= 0)
+        super().__init__((int(n), int(n)), dtype, device, is_symmetric=True, is_psd=psd)
+        self.scale = scale
+
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self.scale * X
+
+    def _diagonal(self) -> torch.Tensor:
+        return torch.ones(self.shape[0], dtype=self.dtype, device=self.device) * self.scale
+
+    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros(rows.numel(), self.shape[1], dtype=self.dtype, device=self.device)
+        vals = torch.ones(rows.numel(), dtype=self.dtype, device=self.device) * self.scale
+        out[torch.arange(rows.numel(), device=self.device), rows] = vals
+        return out

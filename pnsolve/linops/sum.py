@@ -1,0 +1,62 @@
+"""Sums of operators."""
+
+from __future__ import annotations
+
+import torch
+
+from ._compat import check_compatible
+from .base import LinearOperator
+
+__all__ = ["Sum"]
+
+
+class Sum(LinearOperator):
+    """``A_1 + A_2 + …`` for operators of one shape, dtype and device.
+
+    Parameters
+    ----------
+    *ops
+        At least one operator; nested sums are flattened.
+    """
+
+    def __init__(self, *ops: LinearOperator) -> None:
+        if not ops:
+            raise ValueError("Sum needs at least one operator")
+        if not isinstance(ops[0], LinearOperator):
+            raise TypeError(f"Sum: operand 0 is not a LinearOperator ({type(ops[0]).__name__})")
+        check_compatible(ops, "Sum")
+        flat: list[LinearOperator] = []
+        for op in ops:
+            flat.extend(op.ops if isinstance(op, Sum) else (op,))
+        super().__init__(
+            ops[0].shape,
+            ops[0].dtype,
+            ops[0].device,
+            is_symmetric=all(o.is_symmetric for o in flat),
+            is_psd=all(o.is_psd for o in flat),
+        )
+        self.ops: tuple[LinearOperator, ...] = tuple(flat)
+
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        out = self.ops[0]._matmat(X)
+        for op in self.ops[1:]:
+            out = out + op._matmat(X)
+        return out
+
+    def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
+        out = self.ops[0]._rmatmat(X)
+        for op in self.ops[1:]:
+            out = out + op._rmatmat(X)
+        return out
+
+    def _diagonal(self) -> torch.Tensor:
+        out = self.ops[0]._diagonal()
+        for op in self.ops[1:]:
+            out = out + op._diagonal()
+        return out
+
+    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
+        out = self.ops[0]._row_block(rows)
+        for op in self.ops[1:]:
+            out = out + op._row_block(rows)
+        return out
