@@ -84,15 +84,14 @@ def _from_tensor(t: torch.Tensor, is_symmetric: bool | None, is_psd: bool) -> Li
     if not t.is_floating_point():
         t = t.to(torch.float64)
     if t.layout != torch.strided:
-        sparse = t.coalesce() if t.layout == torch.sparse_coo else t
-        diag_fn = None
+        sparse = t.coalesce() if t.layout == torch.sparse_coo else t.to_sparse_coo().coalesce()
+        sparse_t = sparse.t().coalesce()
         return Closure(
-            lambda X: (sparse @ X),
-            tuple(t.shape),
+            lambda X: sparse @ X,
+            (int(t.shape[0]), int(t.shape[1])),
             dtype=t.dtype,
             device=t.device,
-            rmatmat=lambda X: sparse.t() @ X if t.layout == torch.sparse_coo else None,
-            diagonal=diag_fn,
+            rmatmat=lambda X: sparse_t @ X,
             is_symmetric=bool(is_symmetric),
             is_psd=is_psd,
         )
@@ -127,4 +126,6 @@ def _sparse_symmetric(mat) -> bool:
         return False
     diff = abs(mat - mat.T)
     scale = abs(mat).max() if mat.nnz else 0.0
-    return bool(diff.max() <= 100 * np.finfo(mat.dtype).eps * max(scale, 1e-300)) if mat.nnz else True
+    return (
+        bool(diff.max() <= 100 * np.finfo(mat.dtype).eps * max(scale, 1e-300)) if mat.nnz else True
+    )

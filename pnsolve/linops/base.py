@@ -183,7 +183,7 @@ class LinearOperator:
         return self.rmatmat(other.mT).mT
 
     @property
-    def T(self) -> LinearOperator:  # noqa: N802 - numpy/torch convention
+    def T(self) -> LinearOperator:
         """The transposed operator ``Aᵀ``."""
         if self.is_symmetric:
             return self

@@ -17,7 +17,7 @@ class Transpose(LinearOperator):
         self.op = op
 
     @property
-    def T(self) -> LinearOperator:  # noqa: N802
+    def T(self) -> LinearOperator:
         return self.op
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
