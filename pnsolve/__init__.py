@@ -4,8 +4,9 @@ Every linear solve is a belief: a Gaussian over the solution whose covariance sa
 what the finite computation left unknown.
 """
 
-from . import linops, testing
+from . import datasets, kernels, krylov, linops, plotting, preconditioners, problems, testing
 from .errors import BreakdownError, MissingStructureError, NotPositiveDefiniteError
+from .krylov import cg, lanczos
 from .solvers import StopReason
 
 __version__ = "0.1.0"
@@ -16,6 +17,14 @@ __all__ = [
     "NotPositiveDefiniteError",
     "StopReason",
     "__version__",
+    "cg",
+    "datasets",
+    "kernels",
+    "krylov",
+    "lanczos",
     "linops",
+    "plotting",
+    "preconditioners",
+    "problems",
     "testing",
 ]

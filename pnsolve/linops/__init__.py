@@ -13,6 +13,7 @@ from .block_diagonal import BlockDiagonal
 from .closure import Closure
 from .dense import Dense
 from .diagonal import Diagonal
+from .kernel_matrix import KernelMatrix
 from .low_rank import LowRank
 from .product import Product
 from .scaled import Scaled
@@ -25,6 +26,7 @@ __all__ = [
     "Closure",
     "Dense",
     "Diagonal",
+    "KernelMatrix",
     "LinearOperator",
     "LowRank",
     "Product",

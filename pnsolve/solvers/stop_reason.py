@@ -27,3 +27,7 @@ class StopReason(enum.Enum):
     CALLBACK = "callback"
     #: The posterior covariance along the query direction fell below its tolerance.
     CONTRACTION = "contraction"
+    #: The true residual stopped decreasing above the tolerance: the requested accuracy
+    #: is below what the working precision can attain (e.g. float32 on an ill-conditioned
+    #: system), so iterating further would not help.
+    STAGNATION = "stagnation"

@@ -16,6 +16,20 @@ __all__ = [
     "exact_tol",
     "iterative_tol",
     "krylov_tol",
+    "rhs",
     "rtol_for",
+    "spd_matrices",
+    "spd_problems",
     "statistical_threshold",
 ]
+
+_STRATEGIES = ("rhs", "spd_matrices", "spd_problems")
+
+
+def __getattr__(name: str) -> object:
+    # The hypothesis strategies load on first use: hypothesis is a test-only dependency.
+    if name in _STRATEGIES:
+        from . import strategies
+
+        return getattr(strategies, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

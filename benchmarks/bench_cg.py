@@ -1,0 +1,133 @@
+"""CG cost per iteration: ``pn.cg`` against a bare matvec, GPyTorch's ``linear_cg`` and SciPy.
+
+All solvers run on the same dense stored SPD kernel matrix (RBF Gram of 3-d points
+plus noise, float64) with a single right-hand side, for the same fixed number of
+iterations: the tolerance is set so that it cannot be reached (``rtol = atol = 0``;
+``linear_cg`` gets ``tolerance=0``, which also disables its "at least 10 iterations"
+rule), so every solver does exactly ``iters`` CG iterations. ``pn.cg``'s count of
+products includes its one exit product that records the true residual.
+
+Timing: the four runs (``iters`` bare matvecs ``K @ b``, ``pn.cg``, ``linear_cg``,
+``scipy.cg``) are interleaved round-robin, after one warm-up round, and the median
+over rounds is taken, so drift on a shared machine hits them alike.
+
+Reported: time per iteration ÷ bare matvec (target ≤ 1.05 for ``pn.cg``), ``pn.cg``
+time ÷ each peer's, and each solver's final true relative residual ``‖b − Kx‖/‖b‖``
+(computed afterwards, outside the timing).
+
+Usage: ``python benchmarks/bench_cg.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import scipy.sparse.linalg as spla
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import print_table, ratio
+
+import pnsolve as pn
+
+
+def kernel_matrix(n: int, seed: int = 0) -> torch.Tensor:
+    """RBF Gram matrix (lengthscale 0.5) of ``n`` uniform points in [0, 1]³ plus 0.1·I."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, 3, generator=g, dtype=torch.float64)
+    K = torch.cdist(X, X)
+    K.square_().mul_(-0.5 / 0.5**2).exp_()
+    K.diagonal().add_(0.1)
+    return K
+
+
+def run_size(n: int, iters: int, repeats: int) -> list[list[object]]:
+    K = kernel_matrix(n)
+    A = pn.linops.Dense(K, is_symmetric=True)
+    b = torch.randn(n, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    K_np, b_np = K.numpy(), b.numpy()
+
+    def relres(x: torch.Tensor) -> float:
+        return float(torch.linalg.vector_norm(b - K @ x.reshape(-1)) / b.norm())
+
+    out: dict[str, torch.Tensor] = {}
+
+    def run_pn() -> None:
+        out["pn.cg"], info = pn.cg(A, b, rtol=0.0, atol=0.0, maxiter=iters)
+        assert info.iterations == iters
+
+    def run_gpytorch() -> None:
+        from linear_operator.utils.linear_cg import linear_cg
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["linear_cg"] = linear_cg(
+                K.matmul, b.unsqueeze(-1), tolerance=0.0, max_iter=iters, max_tridiag_iter=0
+            )
+
+    def run_scipy() -> None:
+        x, _ = spla.cg(K_np, b_np, rtol=0.0, atol=0.0, maxiter=iters)
+        out["scipy.cg"] = torch.from_numpy(x)
+
+    def run_matvecs() -> None:
+        for _ in range(iters):
+            K @ b
+
+    # Round-robin over the solvers, so drift on a shared machine hits them alike.
+    fns = {"matvec": run_matvecs, "pn.cg": run_pn, "linear_cg": run_gpytorch, "scipy.cg": run_scipy}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for rnd in range(repeats + 1):  # round 0 is warm-up
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            if rnd:
+                samples[name].append(time.perf_counter() - t0)
+    times = {name: statistics.median(v) for name, v in samples.items()}
+    t_mv = times.pop("matvec") / iters
+    rows = [[n, "matvec K @ b", "-", f"{t_mv * 1e3:.2f}", 1.0, "-", "-"]]
+    for name, t in times.items():
+        per_iter = t / iters
+        rows.append(
+            [
+                n,
+                name,
+                iters,
+                f"{per_iter * 1e3:.2f}",
+                ratio(per_iter, t_mv),
+                ratio(times["pn.cg"], t),
+                f"{relres(out[name]):.2e}",
+            ]
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        plan = [(1000, 50, 3), (2000, 50, 3)]
+    else:
+        plan = [(5000, 100, 4), (20000, 25, 2)]
+    rows: list[list[object]] = []
+    for n, iters, repeats in plan:
+        rows += run_size(n, iters, repeats)
+    print_table(
+        "CG per iteration, dense stored kernel matrix, float64, 1 RHS, equal iterations",
+        ["n", "solver", "iters", "ms/iter", "÷ matvec", "pn.cg ÷ this", "final relres"],
+        rows,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""Run every benchmark script in its own process and print their ratio tables.
+
+Usage: ``python benchmarks/run_all.py [--quick]`` (what ``make bench`` runs).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = ["bench_cg.py", "bench_kernel_matrix.py"]
+
+
+def main() -> int:
+    here = Path(__file__).resolve().parent
+    extra = sys.argv[1:]
+    status = 0
+    for name in SCRIPTS:
+        print(f"\n######## {name} ########", flush=True)
+        rc = subprocess.call([sys.executable, str(here / name), *extra])
+        status = status or rc
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Shared helpers of the synthetic generators: generator checks and exact GP prior draws."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["require_generator", "sample_gp_prior", "standard_normal", "uniform"]
+
+
+def require_generator(generator: object, name: str = "generator") -> torch.Generator:
+    """Require an explicit ``torch.Generator`` (``None`` is refused: no global RNG)."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
+            f"got {type(generator).__name__}"
+        )
+    return generator
+
+
+def standard_normal(*shape: int, generator: torch.Generator) -> torch.Tensor:
+    """Float64 N(0, 1) draws on the generator's device."""
+    return torch.randn(*shape, generator=generator, dtype=torch.float64, device=generator.device)
+
+
+def uniform(*shape: int, low: float, high: float, generator: torch.Generator) -> torch.Tensor:
+    """Float64 U(low, high) draws on the generator's device."""
+    u = torch.rand(*shape, generator=generator, dtype=torch.float64, device=generator.device)
+    return low + (high - low) * u
+
+
+def sample_gp_prior(
+    K: torch.Tensor,
+    *,
+    generator: torch.Generator,
+    jitter: float = 1e-8,
+    max_tries: int = 6,
+) -> torch.Tensor:
+    """One draw ``f = L z`` with ``L Lᵀ = K + τ I`` (exact Cholesky), ``z ~ N(0, I)``.
+
+    Parameters
+    ----------
+    K
+        Symmetric PSD float64 matrix of shape ``(n, n)``.
+    generator
+        Source of ``z``.
+    jitter
+        Relative jitter: ``τ = jitter · mean(diag K)``; multiplied by 10 (at most
+        ``max_tries − 1`` times) while the Cholesky factorisation fails.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(n,)``, float64, on ``K``'s device.
+    """
+    if not jitter > 0:
+        raise ValueError(f"jitter must be positive, got {jitter}")
+    n = K.shape[0]
+    K = 0.5 * (K + K.mT)
+    scale = float(K.diagonal().mean()) if n else 1.0
+    eye = torch.eye(n, dtype=K.dtype, device=K.device)
+    tau = jitter * max(scale, 1e-300)
+    for _ in range(max_tries):
+        L, info = torch.linalg.cholesky_ex(K + tau * eye)
+        if int(info) == 0:
+            z = standard_normal(n, generator=generator).to(K.device)
+            return L @ z
+        tau *= 10.0
+    raise ValueError(f"K is not positive semi-definite: Cholesky failed even with jitter {tau}")

@@ -1,0 +1,138 @@
+"""The main job (`pnsolve demo`): CG on a real kernel system, with and without preconditioning.
+
+Builds K̂ = K + σ²I for a Matérn-3/2 kernel on a UCI training set shipped with the
+package, solves K̂ x = y with
+
+1. plain CG,
+2. CG preconditioned with a pivoted partial Cholesky factor of K̂,
+3. a dense Cholesky factorisation (the reference),
+
+prints a table (iterations, relative residual, error against Cholesky, time) and
+writes a convergence plot.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+__all__ = ["DemoRow", "run_demo"]
+
+
+@dataclass(frozen=True)
+class DemoRow:
+    """One line of the demo table."""
+
+    method: str
+    iterations: int
+    relative_residual: float
+    relative_error: float
+    seconds: float
+
+
+def run_demo(
+    dataset: str = "concrete",
+    *,
+    split: int = 0,
+    out: str | Path = "outputs/demo",
+    lengthscale: float = 2.0,
+    outputscale: float = 1.0,
+    noise: float = 1e-2,
+    rank: int = 100,
+    rtol: float = 1e-8,
+    backend: str = "auto",
+    data_dir: str | None = None,
+    echo=print,
+) -> tuple[list[DemoRow], Path]:
+    """Run the demo and return its table rows and the path of the plot.
+
+    Parameters
+    ----------
+    dataset, split, data_dir
+        UCI dataset (see :func:`pnsolve.datasets.load_uci`).
+    out
+        Output folder for ``convergence.png``.
+    lengthscale, outputscale, noise
+        Matérn-3/2 hyperparameters and noise variance σ² (inputs standardised).
+    rank
+        Rank of the pivoted-Cholesky preconditioner.
+    rtol
+        CG tolerance on ‖r‖ / ‖y‖.
+    backend
+        KernelMatrix backend.
+    echo
+        Where text output goes.
+    """
+    import pnsolve as pn
+
+    ds = pn.datasets.load_uci(dataset, split=split, data_dir=data_dir)
+    X, y = ds.X_train, ds.y_train
+    n = X.shape[0]
+    kernel = pn.kernels.Matern(nu=1.5, lengthscale=lengthscale, outputscale=outputscale)
+    with torch.no_grad():
+        K = kernel.linop(X, backend=backend)
+        A = K + pn.linops.ScaledIdentity(n, noise, dtype=X.dtype, device=X.device)
+        echo(
+            f"{dataset}: n = {n}, d = {X.shape[1]}, Matérn-3/2 (ℓ = {lengthscale}, "
+            f"s = {outputscale}), σ² = {noise}, KernelMatrix backend = {K.backend}"
+        )
+
+        t0 = time.perf_counter()
+        dense = A.to_dense()
+        chol = torch.linalg.cholesky(dense)
+        x_ref = torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
+        t_chol = time.perf_counter() - t0
+
+        def rel_res(x: torch.Tensor) -> float:
+            return float(torch.linalg.norm(y - A @ x) / torch.linalg.norm(y))
+
+        def rel_err(x: torch.Tensor) -> float:
+            return float(torch.linalg.norm(x - x_ref) / torch.linalg.norm(x_ref))
+
+        rows = [DemoRow("Cholesky (dense)", 0, rel_res(x_ref), 0.0, t_chol)]
+        histories = {}
+        t0 = time.perf_counter()
+        x_cg, info = pn.cg(A, y, rtol=rtol, maxiter=10 * n)
+        t_cg = time.perf_counter() - t0
+        rows.append(DemoRow("CG", info.iterations, rel_res(x_cg), rel_err(x_cg), t_cg))
+        histories["CG"] = info.residual_norms.reshape(-1) / torch.linalg.norm(y)
+
+        t0 = time.perf_counter()
+        P = pn.preconditioners.PivotedCholesky(A, rank=min(rank, n))
+        x_pc, info_pc = pn.cg(A, y, rtol=rtol, maxiter=10 * n, M=P)
+        t_pc = time.perf_counter() - t0
+        label = f"CG + pivoted Cholesky (rank {min(rank, n)})"
+        rows.append(DemoRow(label, info_pc.iterations, rel_res(x_pc), rel_err(x_pc), t_pc))
+        histories[label] = info_pc.residual_norms.reshape(-1) / torch.linalg.norm(y)
+
+    echo(_format_table(rows))
+    path = pn.plotting.plot_convergence(
+        histories,
+        Path(out) / "convergence.png",
+        title=f"CG on K̂ x = y ({dataset}, n = {n})",
+        reference=rtol,
+    )
+    echo(f"wrote {path}")
+    return rows, path
+
+
+def _format_table(rows: list[DemoRow]) -> str:
+    header = ("method", "iterations", "rel. residual", "rel. error vs Cholesky", "time [s]")
+    body = [
+        (
+            r.method,
+            str(r.iterations),
+            f"{r.relative_residual:.2e}",
+            f"{r.relative_error:.2e}",
+            f"{r.seconds:.3f}",
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    return "\n".join(lines)

@@ -1,0 +1,248 @@
+"""Abstract stationary kernel ``k(x, x') = outputscale · κ(‖x − x'‖² / lengthscale²)``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from ._distance import scaled_sqdist
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..linops.kernel_matrix import KernelMatrix
+
+__all__ = ["StationaryKernel", "inv_softplus"]
+
+
+def inv_softplus(y: torch.Tensor) -> torch.Tensor:
+    """Inverse of ``softplus``: ``x = y + log(−expm1(−y))`` for ``y > 0``."""
+    return y + torch.log(-torch.expm1(-y))
+
+
+class StationaryKernel(nn.Module):
+    """Base class of stationary kernels with softplus-positive hyperparameters.
+
+    ``k(x, x') = outputscale · κ(r²)`` with ``r² = Σ_j (x_j − x'_j)² / ℓ_j²``. Subclasses
+    implement the *profile* ``κ`` three ways: :meth:`profile` (differentiable torch),
+    :meth:`profile_` (in place on a tile buffer, no autograd) and :meth:`keops_profile`
+    (a pykeops ``LazyTensor`` formula), plus :meth:`sample_spectral_base` for random
+    Fourier features.
+
+    Parameters
+    ----------
+    lengthscale
+        Positive float, or a tensor of shape ``()`` or ``(d,)`` (ARD).
+    outputscale
+        Positive float or 0-d tensor.
+    ard_dims
+        If given, a scalar ``lengthscale`` is broadcast to ``d = ard_dims`` dimensions.
+
+    Notes
+    -----
+    Parameters are stored as ``raw_lengthscale`` and ``raw_outputscale`` with
+    ``value = softplus(raw)``, in the torch default dtype (or the dtype of a floating
+    tensor passed in). Every computation casts them to the dtype and device of the
+    inputs, so a float32 ``X`` gives float32 kernel values while gradients still reach
+    the raw parameters.
+    """
+
+    #: Name of the spectral density family used by random Fourier features.
+    spectral_family: str = ""
+    #: Tiles handed to :meth:`profile_` hold ``tile_factor · r²`` (a kernel-chosen scaling
+    #: that saves a pass over the tile, e.g. ``−1/2`` for the RBF).
+    tile_factor: float = 1.0
+    #: Whether :meth:`profile_` needs a scratch buffer of the tile's shape.
+    tile_needs_work: bool = False
+
+    def __init__(
+        self,
+        lengthscale: float | torch.Tensor = 1.0,
+        outputscale: float | torch.Tensor = 1.0,
+        *,
+        ard_dims: int | None = None,
+    ) -> None:
+        super().__init__()
+        ls = _positive(lengthscale, "lengthscale")
+        if ls.ndim > 1:
+            raise ValueError(f"lengthscale must be a scalar or have shape (d,), got {ls.shape}")
+        if ard_dims is not None:
+            if not isinstance(ard_dims, int) or ard_dims < 1:
+                raise ValueError(f"ard_dims must be a positive int, got {ard_dims!r}")
+            if ls.ndim == 1 and ls.numel() != ard_dims:
+                raise ValueError(f"lengthscale has {ls.numel()} entries but ard_dims={ard_dims}")
+            ls = ls.expand(ard_dims).clone() if ls.ndim == 0 else ls
+        os_ = _positive(outputscale, "outputscale")
+        if os_.ndim != 0:
+            raise ValueError(f"outputscale must be a scalar, got shape {tuple(os_.shape)}")
+        self.raw_lengthscale = nn.Parameter(inv_softplus(ls))
+        self.raw_outputscale = nn.Parameter(inv_softplus(os_))
+
+    # ----------------------------------------------------------- hyperparameters
+    @property
+    def lengthscale(self) -> torch.Tensor:
+        """Positive lengthscale, shape ``()`` or ``(d,)`` (ARD)."""
+        return nn.functional.softplus(self.raw_lengthscale)
+
+    @lengthscale.setter
+    def lengthscale(self, value: float | torch.Tensor) -> None:
+        self._set_raw(self.raw_lengthscale, value, "lengthscale")
+
+    @property
+    def outputscale(self) -> torch.Tensor:
+        """Positive output scale (signal variance), shape ``()``."""
+        return nn.functional.softplus(self.raw_outputscale)
+
+    @outputscale.setter
+    def outputscale(self, value: float | torch.Tensor) -> None:
+        self._set_raw(self.raw_outputscale, value, "outputscale")
+
+    @property
+    def ard_dims(self) -> int | None:
+        """Number of input dimensions with their own lengthscale, or ``None``."""
+        return None if self.raw_lengthscale.ndim == 0 else self.raw_lengthscale.numel()
+
+    def _set_raw(self, raw: nn.Parameter, value: float | torch.Tensor, name: str) -> None:
+        v = _positive(value, name).to(raw.dtype)
+        if v.shape != raw.shape and v.ndim != 0:
+            raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
+        with torch.no_grad():
+            raw.copy_(inv_softplus(v).expand_as(raw))
+
+    # ------------------------------------------------------------ for backends
+    def scale_inputs(self, X: torch.Tensor) -> torch.Tensor:
+        """``X / lengthscale`` in ``X``'s dtype/device (differentiable), shape ``(n, d)``."""
+        return X / self.lengthscale.to(dtype=X.dtype, device=X.device)
+
+    def outputscale_like(self, X: torch.Tensor) -> torch.Tensor:
+        """The output scale cast to ``X``'s dtype and device (0-d, differentiable)."""
+        return self.outputscale.to(dtype=X.dtype, device=X.device)
+
+    def profile(self, r2: torch.Tensor) -> torch.Tensor:
+        """Differentiable ``κ(r²)`` (the kernel without outputscale) on scaled squared distances."""
+        raise NotImplementedError
+
+    def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
+        """In place ``s ← κ(s / tile_factor)`` on a tile of ``s = tile_factor · r²`` (no autograd).
+
+        ``work`` is a scratch tensor of the same shape when :attr:`tile_needs_work`.
+        """
+        raise NotImplementedError
+
+    def keops_profile(self, d2: Any) -> Any:
+        """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances."""
+        raise NotImplementedError
+
+    def sample_spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """Frozen base frequencies ``ε`` of shape ``(num_features, input_dim)``.
+
+        The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- public
+    def check_inputs(
+        self, X1: object, X2: object | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Validate inputs: 2-D floating, finite, matching ``d``, dtype and device."""
+        X1 = self._check_one(X1, "X1")
+        if X2 is None:
+            return X1, None
+        X2 = self._check_one(X2, "X2")
+        if X2.shape[1] != X1.shape[1]:
+            raise ValueError(f"X2 has {X2.shape[1]} input dimensions but X1 has {X1.shape[1]}")
+        check_same_dtype(X2, X1.dtype, "X2", "X1")
+        check_same_device(X2, X1.device, "X2", "X1")
+        return X1, X2
+
+    def _check_one(self, X: object, name: str) -> torch.Tensor:
+        X = check_tensor(X, name)
+        if X.ndim != 2:
+            raise ValueError(f"{name} must have shape (n, d), got {tuple(X.shape)}")
+        if not X.is_floating_point():
+            raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
+        ard = self.ard_dims
+        if ard is not None and X.shape[1] != ard:
+            raise ValueError(
+                f"{name} has {X.shape[1]} input dimensions but the kernel has {ard} ARD "
+                "lengthscales"
+            )
+        return check_finite(X, name)
+
+    def forward(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
+        """Dense kernel matrix.
+
+        Parameters
+        ----------
+        X1
+            Shape ``(n1, d)``.
+        X2
+            Shape ``(n2, d)``; ``None`` means ``X1`` (then the diagonal distances are exact zeros).
+
+        Returns
+        -------
+        torch.Tensor
+            ``K(X1, X2)`` of shape ``(n1, n2)`` in ``X1``'s dtype and device.
+        """
+        X1, X2 = self.check_inputs(X1, X2)
+        return self._dense(X1, X2)
+
+    def _dense(
+        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Unvalidated dense block; ``X2=None`` means ``X1`` with exact-zero self distances."""
+        Z1 = self.scale_inputs(X1)
+        if X2 is None:
+            Z2 = Z1
+            if self_index is None:
+                self_index = torch.arange(X1.shape[0], device=X1.device)
+        else:
+            Z2 = self.scale_inputs(X2)
+        r2 = scaled_sqdist(Z1, Z2, self_index)
+        return self.outputscale_like(X1) * self.profile(r2)
+
+    def diag(self, X: torch.Tensor) -> torch.Tensor:
+        """``k(x_i, x_i) = outputscale`` for each row of ``X``; shape ``(n,)``."""
+        X, _ = self.check_inputs(X)
+        return self.outputscale_like(X).expand(X.shape[0])
+
+    def linop(
+        self,
+        X1: torch.Tensor,
+        X2: torch.Tensor | None = None,
+        backend: str = "auto",
+        **opts: Any,
+    ) -> KernelMatrix:
+        """Matrix-free :class:`~pnsolve.linops.KernelMatrix` (see there for ``opts``)."""
+        from ..linops.kernel_matrix import KernelMatrix
+
+        return KernelMatrix(self, X1, X2, backend=backend, **opts)
+
+    def extra_repr(self) -> str:
+        with torch.no_grad():
+            ls = self.lengthscale
+            ls_s = f"{float(ls):.4g}" if ls.ndim == 0 else str([round(float(v), 4) for v in ls])
+            return f"lengthscale={ls_s}, outputscale={float(self.outputscale):.4g}"
+
+
+def _positive(value: float | torch.Tensor, name: str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().clone()
+        if not t.is_floating_point():
+            t = t.to(torch.get_default_dtype())
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        t = torch.tensor(float(value), dtype=torch.get_default_dtype())
+    else:
+        raise TypeError(f"{name} must be a float or a tensor, got {type(value).__name__}")
+    if not bool(torch.isfinite(t).all()) or not bool((t > 0).all()):
+        raise ValueError(f"{name} must be positive and finite, got {t.tolist()}")
+    return t

@@ -1,0 +1,117 @@
+"""Matérn kernels with smoothness ν ∈ {1/2, 3/2, 5/2}."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ._distance import safe_sqrt
+from .base import StationaryKernel
+
+__all__ = ["Matern"]
+
+_NUS = (0.5, 1.5, 2.5)
+
+
+class Matern(StationaryKernel):
+    """Matérn kernel, ``r = ‖x − x'‖ / lengthscale``.
+
+    * ν = 1/2: ``outputscale · exp(−r)``
+    * ν = 3/2: ``outputscale · (1 + √3 r) exp(−√3 r)``
+    * ν = 5/2: ``outputscale · (1 + √5 r + 5r²/3) exp(−√5 r)``
+
+    Parameters
+    ----------
+    nu
+        Smoothness, one of ``0.5, 1.5, 2.5``.
+    lengthscale
+        Positive float, or a tensor of shape ``(d,)`` for ARD.
+    outputscale
+        Positive float.
+    ard_dims
+        Broadcast a scalar ``lengthscale`` to ``ard_dims`` dimensions.
+
+    Raises
+    ------
+    ValueError
+        If ``nu`` is not one of the supported values.
+
+    Notes
+    -----
+    Spectral density: multivariate Student-t with ``2ν`` degrees of freedom and scale
+    ``1 / lengthscale``. The square root in ``r`` has a zero gradient at ``r = 0``
+    (``ν = 1/2`` is not differentiable there; we return the zero subgradient).
+    """
+
+    spectral_family = "student_t"
+
+    def __init__(
+        self,
+        nu: float = 1.5,
+        lengthscale: float | torch.Tensor = 1.0,
+        outputscale: float | torch.Tensor = 1.0,
+        *,
+        ard_dims: int | None = None,
+    ) -> None:
+        if isinstance(nu, bool) or not isinstance(nu, int | float) or float(nu) not in _NUS:
+            raise ValueError(f"nu must be one of {_NUS}, got {nu!r}")
+        super().__init__(lengthscale, outputscale, ard_dims=ard_dims)
+        self.nu = float(nu)
+        # tiles hold s = c·r² so that sqrt(s) is √(2ν)·r directly (c = 1, 3, 5)
+        self.tile_factor = 2.0 * self.nu
+        self.tile_needs_work = self.nu != 0.5
+
+    def profile(self, r2: torch.Tensor) -> torch.Tensor:
+        r = safe_sqrt(r2)
+        if self.nu == 0.5:
+            return torch.exp(-r)
+        if self.nu == 1.5:
+            t = math.sqrt(3.0) * r
+            return (1.0 + t) * torch.exp(-t)
+        t = math.sqrt(5.0) * r
+        return (1.0 + t + t * t / 3.0) * torch.exp(-t)
+
+    def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
+        t = s.sqrt_()  # t = √(2ν)·r, in place
+        if self.nu == 0.5:
+            return t.neg_().exp_()
+        assert work is not None
+        torch.neg(t, out=work).exp_()  # work = exp(−t)
+        if self.nu == 1.5:
+            return t.add_(1.0).mul_(work)
+        # t ← 1 + t + t²/3 (elementwise aliasing of t with itself is exact)
+        return t.addcmul_(t, t, value=1.0 / 3.0).add_(1.0).mul_(work)
+
+    def keops_profile(self, d2: Any) -> Any:
+        # r = d2 · rsqrt(d2): KeOps defines rsqrt(0) = 0, so r and its gradient are 0 at
+        # r = 0 (``d2.sqrt()`` would give a NaN gradient for coincident points)
+        r = d2 * d2.rsqrt()
+        if self.nu == 0.5:
+            return (-r).exp()
+        c = math.sqrt(3.0) if self.nu == 1.5 else math.sqrt(5.0)
+        t = c * r
+        if self.nu == 1.5:
+            return (1.0 + t) * (-t).exp()
+        return (1.0 + t + (5.0 / 3.0) * d2) * (-t).exp()
+
+    def sample_spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        # ω = z · sqrt(2ν / u),  z ~ N(0, I),  u ~ χ²(2ν)  (2ν ∈ {1, 3, 5} is an integer,
+        # so u is a sum of 2ν squared standard normals)
+        df = round(2 * self.nu)
+        z = torch.randn(num_features, input_dim, generator=generator, dtype=dtype, device=device)
+        g = torch.randn(num_features, df, generator=generator, dtype=dtype, device=device)
+        u = (g * g).sum(-1, keepdim=True)
+        return z * torch.sqrt(df / u)
+
+    def extra_repr(self) -> str:
+        return f"nu={self.nu}, " + super().extra_repr()

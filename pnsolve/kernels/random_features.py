@@ -1,0 +1,175 @@
+"""Random Fourier features with frozen base draws (Rahimi & Recht)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._validation import check_finite, check_same_device, check_tensor
+from .base import StationaryKernel
+
+__all__ = ["RandomFourierFeatures"]
+
+
+def _require_generator(generator: object, name: str = "generator") -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
+class RandomFourierFeatures(nn.Module):
+    """Random Fourier features ``φ(x) = sqrt(2·outputscale/m) · cos(ωᵀx + b)`` of a kernel.
+
+    With ``ω = ε / lengthscale`` drawn from the kernel's spectral density and
+    ``b ~ U[0, 2π)``, ``E[φ(x)ᵀφ(x')] = k(x, x')`` (Bochner). We use the phase form
+    (``m`` features, one frequency each) rather than ``[cos, sin]`` pairs.
+
+    The *base* draws ``ε`` (shape ``(m, d)``) and ``b`` (shape ``(m,)``) are drawn once at
+    construction from ``generator`` and frozen as buffers. :meth:`features` always uses
+    the kernel's *current* hyperparameters, so after a hyperparameter step the same
+    frequencies are re-scaled (needed for warm starts) and gradients reach the kernel's
+    parameters.
+
+    Base draws: RBF: ``ε ~ N(0, I)`` (Gaussian spectral density). Matérn-ν: a multivariate
+    Student-t with ``2ν`` degrees of freedom, ``ε = z · sqrt(2ν / u)`` with ``z ~ N(0, I)``,
+    ``u ~ χ²(2ν)``.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel; it becomes a submodule (its parameters are this module's).
+    num_features
+        ``m ≥ 1``.
+    input_dim
+        ``d`` (must equal the kernel's number of ARD dimensions, if any).
+    generator
+        The ``torch.Generator`` to draw ``ε`` and ``b`` from (required).
+    dtype, device
+        Of the frozen draws (default: torch default dtype, CPU). Features follow the dtype
+        and device of the inputs.
+
+    Raises
+    ------
+    TypeError
+        If ``generator`` is not a ``torch.Generator`` or ``kernel`` is not a stationary kernel.
+    ValueError
+        For a non-positive ``num_features``/``input_dim`` or an ARD mismatch.
+    """
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(kernel, StationaryKernel):
+            raise TypeError(
+                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+            )
+        for name, v in (("num_features", num_features), ("input_dim", input_dim)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if kernel.ard_dims is not None and kernel.ard_dims != input_dim:
+            raise ValueError(
+                f"input_dim={input_dim} but the kernel has {kernel.ard_dims} ARD lengthscales"
+            )
+        generator = _require_generator(generator)
+        dtype = dtype or torch.get_default_dtype()
+        device = torch.device(device) if device is not None else generator.device
+        self.kernel = kernel
+        self.num_features = num_features
+        self.input_dim = input_dim
+        eps = kernel.sample_spectral_base(
+            num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+        phase = (
+            2 * math.pi * torch.rand(num_features, generator=generator, dtype=dtype, device=device)
+        )
+        self.register_buffer("base_frequencies", eps)
+        self.register_buffer("phases", phase)
+
+    def _check_X(self, X: object, name: str = "X") -> torch.Tensor:
+        X = check_tensor(X, name)
+        if X.ndim != 2 or X.shape[1] != self.input_dim:
+            raise ValueError(f"{name} must have shape (n, {self.input_dim}), got {tuple(X.shape)}")
+        if not X.is_floating_point():
+            raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
+        check_same_device(X, self.base_frequencies.device, name, "the frozen frequencies")
+        return check_finite(X, name)
+
+    def features(self, X: torch.Tensor) -> torch.Tensor:
+        """Feature matrix ``φ(X)`` of shape ``(n, m)`` in ``X``'s dtype (differentiable).
+
+        Parameters
+        ----------
+        X
+            Shape ``(n, d)``.
+        """
+        X = self._check_X(X)
+        Z = self.kernel.scale_inputs(X)  # X / lengthscale, so ωᵀx = εᵀ(x / ℓ)
+        eps = self.base_frequencies.to(X.dtype)
+        proj = torch.addmm(self.phases.to(X.dtype), Z, eps.mT)
+        scale = torch.sqrt(2.0 * self.kernel.outputscale_like(X) / self.num_features)
+        return scale * torch.cos(proj)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Same as :meth:`features`."""
+        return self.features(X)
+
+    def approx_kernel(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
+        """``φ(X1) φ(X2)ᵀ ≈ K(X1, X2)``, shape ``(n1, n2)`` (``X2 = None`` means ``X1``)."""
+        F1 = self.features(X1)
+        F2 = F1 if X2 is None else self.features(self._check_X(X2, "X2"))
+        return F1 @ F2.mT
+
+    def weights(
+        self,
+        num_samples: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        """Draw feature weights ``w ~ N(0, I)`` of shape ``(m, num_samples)``.
+
+        Keep them to evaluate the same prior function draws at new inputs with
+        :meth:`evaluate`.
+        """
+        generator = _require_generator(generator)
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+            raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
+        return torch.randn(
+            self.num_features,
+            num_samples,
+            generator=generator,
+            dtype=dtype or self.base_frequencies.dtype,
+            device=self.base_frequencies.device,
+        )
+
+    def evaluate(self, X: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Function draws ``f(X) = φ(X) w`` for fixed ``weights`` ``(m, s)``; shape ``(n, s)``."""
+        weights = check_tensor(weights, "weights")
+        if weights.ndim != 2 or weights.shape[0] != self.num_features:
+            raise ValueError(
+                f"weights must have shape ({self.num_features}, s), got {tuple(weights.shape)}"
+            )
+        return self.features(X) @ weights.to(X.dtype)
+
+    def sample_prior(
+        self, X: torch.Tensor, num_samples: int, *, generator: torch.Generator
+    ) -> torch.Tensor:
+        """Approximate prior function draws at ``X``: ``φ(X) w``, ``w ~ N(0, I)``; shape ``(n, s)``.
+
+        Equivalent to ``evaluate(X, weights(num_samples, generator=generator))``.
+        """
+        X = self._check_X(X)
+        return self.evaluate(X, self.weights(num_samples, generator=generator, dtype=X.dtype))
+
+    def extra_repr(self) -> str:
+        return f"num_features={self.num_features}, input_dim={self.input_dim}"

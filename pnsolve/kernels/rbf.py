@@ -1,0 +1,59 @@
+"""Squared-exponential (RBF) kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .base import StationaryKernel
+
+__all__ = ["RBF"]
+
+
+class RBF(StationaryKernel):
+    """``k(x, x') = outputscale · exp(−r²/2)`` with ``r = ‖x − x'‖ / lengthscale``.
+
+    Parameters
+    ----------
+    lengthscale
+        Positive float, or a tensor of shape ``(d,)`` for ARD.
+    outputscale
+        Positive float.
+    ard_dims
+        Broadcast a scalar ``lengthscale`` to ``ard_dims`` dimensions.
+
+    Notes
+    -----
+    Spectral density: Gaussian, ``ω ~ N(0, I / lengthscale²)``.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> k = pn.kernels.RBF(lengthscale=0.5)
+    >>> k(torch.zeros(2, 3, dtype=torch.float64)).shape
+    torch.Size([2, 2])
+    """
+
+    spectral_family = "gaussian"
+    tile_factor = -0.5
+
+    def profile(self, r2: torch.Tensor) -> torch.Tensor:
+        return torch.exp(-0.5 * r2)
+
+    def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
+        return s.exp_()  # s = −r²/2
+
+    def keops_profile(self, d2: Any) -> Any:
+        return (-0.5 * d2).exp()
+
+    def sample_spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        return torch.randn(num_features, input_dim, generator=generator, dtype=dtype, device=device)

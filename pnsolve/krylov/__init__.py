@@ -1,0 +1,13 @@
+"""Classic Krylov methods: conjugate gradients and the Lanczos process.
+
+:func:`cg` is the SciPy-compatible front door (batched columns, per-column stopping,
+residual replacement, typed :class:`CGInfo`); :func:`lanczos` returns the basis ``Q``
+and tridiagonal ``T`` with optional full reorthogonalisation.
+"""
+
+from .cg import cg
+from .cg_info import CGInfo
+from .lanczos import LanczosResult, lanczos
+from .reorthogonalize import reorthogonalize
+
+__all__ = ["CGInfo", "LanczosResult", "cg", "lanczos", "reorthogonalize"]

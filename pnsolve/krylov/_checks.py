@@ -1,0 +1,100 @@
+"""Argument checks shared by the Krylov front doors; every error names its argument."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from ..linops.as_linop import as_linop
+from ..linops.base import LinearOperator
+
+__all__ = [
+    "as_operand",
+    "as_square_operator",
+    "check_nonnegative",
+    "check_optional_count",
+]
+
+
+def as_square_operator(obj: object, name: str, *, symmetric: bool = True) -> LinearOperator:
+    """Wrap ``obj`` with :func:`as_linop` and require a square, symmetric operator.
+
+    Symmetry is enforced only where it is *known*: stored matrices (tensors, NumPy
+    arrays, SciPy sparse matrices) are checked numerically by :func:`as_linop`, so a
+    non-symmetric one raises. Matrix-free operators (``Closure``, SciPy
+    ``LinearOperator``) carry no symmetry information (their flag defaults to
+    ``False``) and are accepted: symmetry is then the caller's promise.
+    ``symmetric=False`` skips the check (for preconditioners, which are only applied).
+    """
+    numeric = isinstance(obj, torch.Tensor | np.ndarray) or _is_scipy_sparse(obj)
+    try:
+        op = as_linop(obj)
+    except TypeError as err:
+        raise TypeError(f"{name}: {err}") from None
+    if not op.is_square:
+        raise ValueError(f"{name} must be square, got shape {op.shape}")
+    if symmetric and numeric and not op.is_symmetric:
+        raise ValueError(f"{name} must be symmetric (positive definite); the given matrix is not")
+    return op
+
+
+def as_operand(
+    x: object, op: LinearOperator, name: str, *, allow_matrix: bool = True
+) -> torch.Tensor:
+    """Return ``x`` as a finite tensor of shape ``(n,)`` (or ``(n, k)``) matching ``op``.
+
+    NumPy arrays are converted with ``torch.as_tensor`` (integer arrays to the
+    operator's dtype, placed on the operator's device); tensors must already share
+    the operator's dtype and device.
+    """
+    if isinstance(x, np.ndarray):
+        t = torch.as_tensor(x)
+        dtype = t.dtype if t.is_floating_point() else op.dtype
+        x = t.to(dtype=dtype, device=op.device)
+    x = check_tensor(x, name)
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+    n = op.shape[1]
+    shapes = f"({n},) or ({n}, k)" if allow_matrix else f"({n},)"
+    if x.ndim not in ((1, 2) if allow_matrix else (1,)) or x.shape[0] != n:
+        raise ValueError(
+            f"{name} must have shape {shapes} for an operator of shape {op.shape}, "
+            f"got {tuple(x.shape)}"
+        )
+    check_same_dtype(x, op.dtype, name, "the operator")
+    check_same_device(x, op.device, name, "the operator")
+    check_finite(x, name)
+    return x
+
+
+def check_nonnegative(value: object, name: str) -> float:
+    """Require a finite real number ``≥ 0``; return it as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        if not (isinstance(value, torch.Tensor) and value.ndim == 0):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be finite and non-negative, got {value}")
+    return v
+
+
+def check_optional_count(value: object, name: str, default: int) -> int:
+    """Require ``None`` (meaning ``default``) or an int ``≥ 0``."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+    return int(value)
+
+
+def _is_scipy_sparse(obj: object) -> bool:
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy is a hard dependency
+        return False
+    return bool(sp.issparse(obj))

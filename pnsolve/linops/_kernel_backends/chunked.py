@@ -1,0 +1,162 @@
+"""The ``"chunked"`` backend: torch tiles under a memory cap, with a tile-recomputing backward.
+
+Forward products run :func:`~.tiling.tiled_matmat` under ``no_grad``. When anything
+requires a gradient, products go through :class:`_TiledKernelMatmul`, whose backward
+recomputes each tile with autograd enabled and accumulates the gradients of
+``Σ G ⊙ (K V)`` tile by tile: no tile is ever stored, so memory stays
+``O(tile + n·(d + k))`` in the backward pass too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...kernels.base import StationaryKernel
+from .tiling import DEFAULT_MAX_MEMORY, tile_shape, tiled_matmat
+
+__all__ = ["ChunkedBackend"]
+
+
+class ChunkedBackend:
+    """Matrix-free tiled products with ``K(X1, X2)``.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel.
+    X1, X2
+        Inputs, ``X2 = None`` meaning ``X1`` (symmetric).
+    max_memory
+        Cap on the bytes of tile buffers in the forward pass (the backward uses roughly
+        ten tile-sized temporaries).
+    tile
+        Requested ``(rows, cols)`` before the memory cap is applied.
+    """
+
+    name = "chunked"
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        X1: torch.Tensor,
+        X2: torch.Tensor | None,
+        *,
+        max_memory: int = DEFAULT_MAX_MEMORY,
+        tile: tuple[int, int] | None = None,
+    ) -> None:
+        self.kernel, self.X1, self.X2 = kernel, X1, X2
+        n2 = X1.shape[0] if X2 is None else X2.shape[0]
+        nbuf = 2 if kernel.tile_needs_work else 1
+        size = max(X1.shape[0], n2)
+        self.tile = tile_shape(
+            size, size, X1.element_size(), tile=tile, max_memory=max_memory, num_buffers=nbuf
+        )
+        #: Filled by each product: ``buffer_elements`` (largest tile buffer) and ``tiles``.
+        self.stats: dict[str, int] = {}
+
+    def matmat(self, V: torch.Tensor) -> torch.Tensor:
+        """``K(X1, X2) @ V`` for ``V`` of shape ``(n2, k)``."""
+        return self._product(self.X1, self.X2, V)
+
+    def rmatmat(self, V: torch.Tensor) -> torch.Tensor:
+        """``K(X1, X2)ᵀ @ V = K(X2, X1) @ V`` for ``V`` of shape ``(n1, k)``."""
+        if self.X2 is None:
+            return self._product(self.X1, None, V)
+        return self._product(self.X2, self.X1, V)
+
+    def _product(self, X1: torch.Tensor, X2: torch.Tensor | None, V: torch.Tensor) -> torch.Tensor:
+        params = [p for p in self.kernel.parameters() if p.requires_grad]
+        tensors = [X1, V, *params] + ([] if X2 is None else [X2])
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return _TiledKernelMatmul.apply(self, X1, X2, V, *params)
+        return tiled_matmat(self.kernel, X1, X2, V, self.tile, stats=self.stats)
+
+
+class _TiledKernelMatmul(torch.autograd.Function):
+    """``K(X1, X2; θ) @ V`` with a backward that recomputes tiles (no stored tiles)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        backend: ChunkedBackend,
+        X1: torch.Tensor,
+        X2: torch.Tensor | None,
+        V: torch.Tensor,
+        *params: torch.Tensor,
+    ) -> torch.Tensor:
+        ctx.backend = backend
+        ctx.save_for_backward(X1, X2, V)
+        ctx.num_params = len(params)
+        return tiled_matmat(backend.kernel, X1, X2, V, backend.tile, stats=backend.stats)
+
+    @staticmethod
+    def backward(ctx: Any, G: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        backend: ChunkedBackend = ctx.backend
+        kernel = backend.kernel
+        X1, X2, V = ctx.saved_tensors
+        need = ctx.needs_input_grad  # (backend, X1, X2, V, *params)
+        params = [p for p in kernel.parameters() if p.requires_grad]
+        need_params = [bool(n) for n in need[4:]]
+        G = G.contiguous()
+        grad_V = None
+        if need[3]:  # Kᵀ G: K(X2, X1) for a stationary kernel
+            with torch.no_grad():
+                grad_V = tiled_matmat(
+                    kernel, X1 if X2 is None else X2, None if X2 is None else X1, G, backend.tile
+                )
+        grad_X1 = torch.zeros_like(X1) if need[1] else None
+        grad_X2 = torch.zeros_like(X2) if (X2 is not None and need[2]) else None
+        grad_p = [torch.zeros_like(p) if n else None for p, n in zip(params, need_params)]
+        if need[1] or need[2] or any(need_params):
+            _accumulate(kernel, X1, X2, V, G, backend.tile, grad_X1, grad_X2, params, grad_p)
+        return (None, grad_X1, grad_X2, grad_V, *grad_p)
+
+
+def _accumulate(
+    kernel: StationaryKernel,
+    X1: torch.Tensor,
+    X2: torch.Tensor | None,
+    V: torch.Tensor,
+    G: torch.Tensor,
+    tile: tuple[int, int],
+    grad_X1: torch.Tensor | None,
+    grad_X2: torch.Tensor | None,
+    params: list[torch.Tensor],
+    grad_p: list[torch.Tensor | None],
+) -> None:
+    """Add the gradients of ``Σ_tiles Σ G_t ⊙ (K_t V_t)`` to the ``grad_*`` buffers in place."""
+    sym = X2 is None
+    Xc = X1 if sym else X2
+    n1, n2 = X1.shape[0], Xc.shape[0]
+    tr, tc = tile
+    want_p = [(p, g) for p, g in zip(params, grad_p) if g is not None]
+    for r0 in range(0, n1, tr):
+        r1 = min(n1, r0 + tr)
+        for c0 in range(0, n2, tc):
+            c1 = min(n2, c0 + tc)
+            with torch.enable_grad():
+                xr = X1[r0:r1].detach().requires_grad_(grad_X1 is not None)
+                want_c = grad_X1 is not None if sym else grad_X2 is not None
+                xc = Xc[c0:c1].detach().requires_grad_(want_c)
+                index = None
+                if sym:
+                    index = torch.arange(r0 - c0, r1 - c0, device=X1.device)
+                K = kernel._dense(xr, xc, self_index=index)
+                s = (torch.mm(K, V[c0:c1]) * G[r0:r1]).sum()
+                inputs = [t for t in (xr, xc) if t.requires_grad] + [p for p, _ in want_p]
+                grads = torch.autograd.grad(s, inputs, allow_unused=True)
+            it = iter(grads)
+            if xr.requires_grad:
+                _add(grad_X1[r0:r1], next(it))  # type: ignore[index]
+            if xc.requires_grad:
+                target = grad_X1 if sym else grad_X2
+                _add(target[c0:c1], next(it))  # type: ignore[index]
+            for _, g in want_p:
+                _add(g, next(it))  # type: ignore[arg-type]
+
+
+def _add(acc: torch.Tensor, g: torch.Tensor | None) -> None:
+    if g is not None:
+        acc.add_(g)

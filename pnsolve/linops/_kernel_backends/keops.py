@@ -1,0 +1,96 @@
+"""The ``"keops"`` backend: pykeops ``LazyTensor`` reductions (the GPU backend).
+
+pykeops is imported lazily. It compiles every formula × dtype × right-hand-side width
+with a C++ compiler on first use (about 6 s each on CPU) and stores the builds in the
+folder named by the environment variable ``KEOPS_CACHE_FOLDER`` (pykeops 2.3 reads it
+when it is first imported; the Makefile points it at ``.keops_cache`` in the checkout).
+KeOps differentiates its reductions itself, so autograd to the kernel's parameters,
+the inputs and ``V`` works through ordinary torch operations.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from ...kernels.base import StationaryKernel
+
+__all__ = ["KeOpsBackend", "import_lazy_tensor", "keops_available"]
+
+
+def import_lazy_tensor() -> Any:
+    """Return ``pykeops.torch.LazyTensor``.
+
+    Raises
+    ------
+    ImportError
+        If pykeops cannot be imported (the message names the ``"keops"`` backend).
+    """
+    try:
+        from pykeops.torch import LazyTensor
+    except Exception as e:  # pykeops raises various errors when its toolchain is missing
+        folder = os.environ.get("KEOPS_CACHE_FOLDER", "~/.cache/keops<version>")
+        raise ImportError(
+            'KernelMatrix backend="keops" needs pykeops (pip install pnsolve[keops]) '
+            f"and a C++ compiler; importing it failed: {type(e).__name__}: {e}. If pykeops "
+            f"is installed, its build cache ({folder}) may be corrupt (e.g. a process was "
+            'killed while writing it): delete it. Or use backend="chunked".'
+        ) from e
+    return LazyTensor
+
+
+def keops_available() -> bool:
+    """Whether pykeops imports (no formula is compiled)."""
+    try:
+        import_lazy_tensor()
+    except ImportError:
+        return False
+    return True
+
+
+class KeOpsBackend:
+    """Products ``K(X1, X2) @ V`` as KeOps sum reductions.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel (uses its :meth:`~pnsolve.kernels.StationaryKernel.keops_profile`).
+    X1, X2
+        Inputs, ``X2 = None`` meaning ``X1``.
+
+    Raises
+    ------
+    ImportError
+        If pykeops is missing.
+    """
+
+    name = "keops"
+
+    def __init__(self, kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
+        self._LazyTensor = import_lazy_tensor()
+        self.kernel, self.X1, self.X2 = kernel, X1, X2
+
+    def _reduce(self, A: torch.Tensor, B: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+        LT = self._LazyTensor
+        za = self.kernel.scale_inputs(A).contiguous()
+        zb = self.kernel.scale_inputs(B).contiguous()
+        d2 = LT(za[:, None, :]).sqdist(LT(zb[None, :, :]))
+        K = self.kernel.keops_profile(d2)
+        try:
+            out = K @ V.contiguous()
+        except Exception as e:  # compile or runtime failure inside KeOps
+            raise RuntimeError(
+                f'KernelMatrix backend="keops" failed to compile or run its formula: {e}. '
+                'Use backend="chunked" instead.'
+            ) from e
+        return self.kernel.outputscale_like(A) * out
+
+    def matmat(self, V: torch.Tensor) -> torch.Tensor:
+        """``K(X1, X2) @ V`` for ``V`` of shape ``(n2, k)``."""
+        return self._reduce(self.X1, self.X1 if self.X2 is None else self.X2, V)
+
+    def rmatmat(self, V: torch.Tensor) -> torch.Tensor:
+        """``K(X2, X1) @ V`` for ``V`` of shape ``(n1, k)``."""
+        return self._reduce(self.X1 if self.X2 is None else self.X2, self.X1, V)

@@ -1,0 +1,158 @@
+"""Matrix-free kernel matrices ``K(X1, X2)``."""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels.base import StationaryKernel
+from ._kernel_backends import ChunkedBackend, DenseBackend, KeOpsBackend, choose_backend
+from ._kernel_backends.tiling import DEFAULT_MAX_MEMORY
+from .base import LinearOperator
+
+__all__ = ["KernelMatrix"]
+
+_BACKENDS = ("auto", "dense", "chunked", "keops")
+
+
+class KernelMatrix(LinearOperator):
+    """The kernel matrix ``K_ij = k(X1_i, X2_j)`` as a linear operator.
+
+    Parameters
+    ----------
+    kernel
+        A :class:`~pnsolve.kernels.StationaryKernel` (``RBF``, ``Matern``). Its current
+        hyperparameters are used at every product, and autograd reaches them.
+    X1
+        Inputs of shape ``(n1, d)``; they fix the operator's dtype and device.
+    X2
+        Inputs of shape ``(n2, d)``; ``None`` means ``X1``, and then the operator is
+        flagged symmetric and PSD and self distances are exact zeros.
+    backend
+        ``"dense"`` (form ``K``, cached outside autograd while parameters and inputs are
+        unchanged), ``"chunked"`` (torch tiles in a reused buffer; never an ``n1 × n2``
+        object, backward recomputes tiles), ``"keops"`` (pykeops ``LazyTensor``, the GPU
+        backend) or ``"auto"``:
+
+        * ``"dense"`` if ``n1 · n2 · itemsize ≤ 32 MiB``,
+        * else ``"keops"`` if ``X1`` is on CUDA and pykeops imports,
+        * else ``"chunked"``.
+
+        The choice is logged (INFO, logger ``pnsolve.linops``) and stored in
+        :attr:`backend`.
+    max_memory
+        ``"chunked"`` only: cap in bytes on the tile buffers (default 256 MiB).
+    tile
+        ``"chunked"`` only: requested tile ``(rows, cols)`` (default ``(512, 1024)``),
+        shrunk to respect ``max_memory``.
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a stationary kernel, or ``X1``/``X2`` are not floating tensors.
+    ValueError
+        For a bad shape, NaN/Inf inputs, an unknown ``backend`` or a bad ``max_memory``/``tile``.
+    ImportError
+        For ``backend="keops"`` without pykeops.
+
+    Notes
+    -----
+    Autograd with respect to the kernel's parameters, ``X1``, ``X2`` and the right-hand
+    side works in every backend. In the dense backend the graph holds ``K`` (``n1·n2``
+    memory per product); wrap solver loops in ``torch.no_grad()`` unless you
+    differentiate through them.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> X = torch.randn(100, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> K = pn.kernels.RBF(lengthscale=0.5).linop(X, backend="chunked")
+    >>> (K @ torch.ones(100, dtype=torch.float64)).shape
+    torch.Size([100])
+    """
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        X1: torch.Tensor,
+        X2: torch.Tensor | None = None,
+        backend: str = "auto",
+        *,
+        max_memory: int = DEFAULT_MAX_MEMORY,
+        tile: tuple[int, int] | None = None,
+    ) -> None:
+        if not isinstance(kernel, StationaryKernel):
+            raise TypeError(
+                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+            )
+        X1, X2 = kernel.check_inputs(X1, X2)
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
+            raise ValueError(f"max_memory must be a positive int (bytes), got {max_memory!r}")
+        if tile is not None and (
+            len(tile) != 2 or any(not isinstance(t, int) or t < 1 for t in tile)
+        ):
+            raise ValueError(f"tile must be a pair of positive ints, got {tile!r}")
+        sym = X2 is None
+        n2 = X1.shape[0] if sym else X2.shape[0]
+        super().__init__((X1.shape[0], n2), X1.dtype, X1.device, is_symmetric=sym, is_psd=sym)
+        self.kernel = kernel
+        self.X1 = X1
+        self.X2 = X2
+        if backend == "auto":
+            backend = choose_backend(X1.shape[0], n2, X1.dtype, X1.device)
+        #: The backend in use: ``"dense"``, ``"chunked"`` or ``"keops"``.
+        self.backend: str = backend
+        if backend == "dense":
+            self._impl: DenseBackend | ChunkedBackend | KeOpsBackend = DenseBackend(kernel, X1, X2)
+        elif backend == "chunked":
+            self._impl = ChunkedBackend(kernel, X1, X2, max_memory=max_memory, tile=tile)
+        else:
+            self._impl = KeOpsBackend(kernel, X1, X2)
+
+    def __repr__(self) -> str:
+        return (
+            f"KernelMatrix({type(self.kernel).__name__}, shape={self.shape}, "
+            f"dtype={self.dtype}, backend={self.backend!r})"
+        )
+
+    # ----------------------------------------------------------------- protocol
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self._impl.matmat(X)
+
+    def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self._impl.rmatmat(X)
+
+    def _diagonal(self) -> torch.Tensor:
+        """``k(X1_i, X2_i)`` for ``i < min(n1, n2)``: ``outputscale`` when ``X2`` is ``X1``."""
+        scale = self.kernel.outputscale_like(self.X1)
+        if self.X2 is None:
+            return scale.expand(self.shape[0]).clone()
+        m = min(self.shape)
+        diff = self.kernel.scale_inputs(self.X1[:m]) - self.kernel.scale_inputs(self.X2[:m])
+        return scale * self.kernel.profile((diff * diff).sum(-1))
+
+    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
+        """Dense rows ``K(X1[rows], X2)``; only those rows are formed."""
+        if self.X2 is None:
+            return self.kernel._dense(self.X1[rows], self.X1, self_index=rows)
+        return self.kernel._dense(self.X1[rows], self.X2)
+
+    def to_dense(self) -> torch.Tensor:
+        """The full ``(n1, n2)`` matrix (explicit densification)."""
+        return self.kernel._dense(self.X1, self.X2)
+
+    # ------------------------------------------------------------------ algebra
+    def add_diagonal(self, noise: float | torch.Tensor) -> LinearOperator:
+        """``K + noise · I`` as a :class:`~pnsolve.linops.Sum` (square operators only).
+
+        Parameters
+        ----------
+        noise
+            Python number or 0-d tensor (a tensor keeps autograd to it).
+        """
+        if not self.is_square:
+            raise ValueError(f"add_diagonal needs a square operator, got shape {self.shape}")
+        from .scaled_identity import ScaledIdentity
+
+        return self + ScaledIdentity(self.shape[0], noise, dtype=self.dtype, device=self.device)

@@ -1,0 +1,192 @@
+"""UCI loaders: shapes against the masks, standardisation from training data, lookup, errors."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pnsolve as pn
+from pnsolve.datasets import uci
+from pnsolve.testing import exact_tol
+
+SHARED = uci._shared_data_dir()
+SHARED_NAMES = sorted(p.name for p in SHARED.iterdir() if p.is_dir()) if SHARED else []
+needs_shared = pytest.mark.skipif(SHARED is None, reason="no shared/data/uci beside the checkout")
+
+
+def _raw(folder: Path) -> tuple[np.ndarray, np.ndarray]:
+    table = np.loadtxt(folder / "data.csv.gz", delimiter=",", ndmin=2)
+    mask = np.loadtxt(folder / "test_mask.csv.gz", delimiter=",", dtype=np.int64, ndmin=2)
+    return table, mask
+
+
+def _write_dataset(root: Path, name: str, table: np.ndarray, mask: np.ndarray) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "data.csv.gz", "wt") as fh:
+        np.savetxt(fh, table, delimiter=",")
+    with gzip.open(folder / "test_mask.csv.gz", "wt") as fh:
+        np.savetxt(fh, mask, delimiter=",", fmt="%d")
+    return folder
+
+
+def _toy(n: int = 20, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(n, d + 1))
+    mask = np.zeros((n, 10), dtype=np.int64)
+    mask[np.arange(n), np.arange(n) % 10] = 1
+    return table, mask
+
+
+def _assert_standardised(X: torch.Tensor, y: torch.Tensor) -> None:
+    n = X.shape[0]
+    tol = exact_tol(X.dtype, n) * (1.0 + float(X.abs().max()))
+    assert float(X.mean(0).abs().max()) <= tol
+    std = X.std(0, correction=0)
+    constant = std <= tol
+    assert bool(((std[~constant] - 1).abs() <= tol).all())
+    assert abs(float(y.mean())) <= tol
+    assert abs(float(y.std(correction=0)) - 1) <= tol
+
+
+@needs_shared
+@pytest.mark.parametrize("name", SHARED_NAMES)
+def test_every_shared_dataset_split0_matches_masks(name):
+    table, mask = _raw(SHARED / name)
+    test_rows = mask[:, 0] != 0
+    raw = pn.datasets.load_uci(name, split=0, standardize=False)
+    # the split is the mask's partition: train = unmarked rows, test = marked rows, in order
+    assert raw.n_train + raw.n_test == table.shape[0]
+    assert raw.n_test == int(test_rows.sum())
+    assert raw.d == table.shape[1] - 1
+    np.testing.assert_array_equal(raw.X_train.numpy(), table[~test_rows, :-1])
+    np.testing.assert_array_equal(raw.y_test.numpy(), table[test_rows, -1])
+    assert torch.equal(raw.x_std, torch.ones(raw.d, dtype=torch.float64))
+
+    ds = pn.datasets.load_uci(name, split=0)
+    assert ds.X_train.shape == (raw.n_train, raw.d) and ds.y_train.shape == (raw.n_train,)
+    assert ds.X_test.shape == (raw.n_test, raw.d) and ds.y_test.shape == (raw.n_test,)
+    assert not torch.isnan(ds.X_train).any() and not torch.isnan(ds.X_test).any()
+    _assert_standardised(ds.X_train, ds.y_train)
+    # statistics come from the training part only: the test part maps back exactly
+    tol = exact_tol(torch.float64, ds.n_train) * (1 + float(raw.X_test.abs().max()))
+    back = ds.X_test * ds.x_std + ds.x_mean
+    assert float((back - raw.X_test).abs().max()) <= tol
+    assert float((ds.y_mean - raw.y_train.mean()).abs()) <= tol * (
+        1 + float(raw.y_train.abs().max())
+    )
+
+
+@pytest.mark.parametrize("name", ["airfoil", "concrete"])
+def test_all_ten_splits_partition_the_rows(name):
+    sizes = [pn.datasets.load_uci(name, split=s, standardize=False) for s in range(10)]
+    n = sizes[0].n_train + sizes[0].n_test
+    assert all(ds.n_train + ds.n_test == n for ds in sizes)
+    assert sum(ds.n_test for ds in sizes) == n  # each row is a test row of exactly one split
+    assert len({ds.y_test.sum().item() for ds in sizes}) > 1  # the splits differ
+    assert [ds.split for ds in sizes] == list(range(10))
+
+
+def test_dtype_device_and_repr():
+    ds = pn.datasets.load_uci("concrete", split=3, dtype=torch.float32, device="cpu")
+    for t in (ds.X_train, ds.y_train, ds.X_test, ds.y_test, ds.x_mean, ds.x_std, ds.y_std):
+        assert t.dtype == torch.float32 and t.device.type == "cpu"
+    assert ds.y_mean.shape == () and ds.x_mean.shape == (ds.d,)
+    assert "concrete" in repr(ds)
+    _assert_standardised(ds.X_train, ds.y_train)
+
+
+def test_constant_column_gives_unit_std(tmp_path):
+    table, mask = _toy()
+    table[:, 1] = 4.0
+    _write_dataset(tmp_path, "toy", table, mask)
+    ds = pn.datasets.load_uci("toy", data_dir=tmp_path)
+    assert float(ds.x_std[1]) == 1.0
+    assert torch.isfinite(ds.X_train).all() and torch.isfinite(ds.X_test).all()
+    assert float(ds.X_train[:, 1].abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("split", [-1, 10, 11])
+def test_bad_split_raises_value_error(split):
+    with pytest.raises(ValueError, match="split"):
+        pn.datasets.load_uci("airfoil", split=split)
+
+
+@pytest.mark.parametrize("split", [1.0, True, "0"])
+def test_non_integer_split_raises_type_error(split):
+    with pytest.raises(TypeError, match="split"):
+        pn.datasets.load_uci("airfoil", split=split)
+
+
+def test_unknown_name_lists_available():
+    with pytest.raises(ValueError, match="unknown UCI data set name 'nope'") as err:
+        pn.datasets.load_uci("nope")
+    assert "airfoil" in str(err.value) and "concrete" in str(err.value)
+    assert "PNSOLVE_DATA" in str(err.value)
+
+
+def test_missing_data_dir_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="PNSOLVE_DATA") as err:
+        pn.datasets.load_uci("airfoil", data_dir=tmp_path / "missing")
+    assert str(tmp_path / "missing") in str(err.value)
+
+
+def test_missing_mask_file_raises_file_not_found(tmp_path):
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    table, _ = _toy()
+    with gzip.open(folder / "data.csv.gz", "wt") as fh:
+        np.savetxt(fh, table, delimiter=",")
+    with pytest.raises(FileNotFoundError, match=r"test_mask\.csv\.gz"):
+        pn.datasets.load_uci("toy", data_dir=tmp_path)
+
+
+def test_mask_row_count_mismatch(tmp_path):
+    table, mask = _toy()
+    _write_dataset(tmp_path, "toy", table, mask[:-1])
+    with pytest.raises(ValueError, match="rows"):
+        pn.datasets.load_uci("toy", data_dir=tmp_path)
+
+
+def test_pnsolve_data_env_var_is_respected_and_comes_first(tmp_path, monkeypatch):
+    table, mask = _toy(n=30)
+    _write_dataset(tmp_path, "airfoil", table, mask)  # shadows the shipped airfoil
+    _write_dataset(tmp_path, "toy", table, mask)
+    monkeypatch.setenv("PNSOLVE_DATA", str(tmp_path))
+    assert {"toy", "airfoil", "concrete"} <= set(pn.datasets.available_uci())
+    ds = pn.datasets.load_uci("airfoil", split=1)
+    assert ds.n_train + ds.n_test == 30 and ds.source == str(tmp_path / "airfoil")
+    assert pn.datasets.load_uci("toy").n_test == 3
+    assert pn.datasets.available_uci(tmp_path) == ["airfoil", "toy"]
+
+
+def test_package_data_used_when_nothing_else_is_given(monkeypatch):
+    monkeypatch.delenv("PNSOLVE_DATA", raising=False)
+    monkeypatch.setattr(uci, "_shared_data_dir", lambda: None)
+    assert pn.datasets.available_uci() == ["airfoil", "concrete"]
+    ds = pn.datasets.load_uci("airfoil")
+    assert Path(ds.source) == Path(uci.__file__).parent / "data" / "airfoil"
+    assert ds.n_train + ds.n_test == 1503
+    with pytest.raises(ValueError, match="available: airfoil, concrete"):
+        pn.datasets.load_uci("protein")
+
+
+def test_package_data_ships_license_and_matches_shared_copy():
+    data = Path(uci.__file__).parent / "data"
+    assert (data / "LICENSE").read_text().startswith("MIT License")
+    if SHARED is None:
+        pytest.skip("no shared data to compare with")
+    for name in ("airfoil", "concrete"):
+        for f in ("data.csv.gz", "test_mask.csv.gz"):
+            assert (data / name / f).read_bytes() == (SHARED / name / f).read_bytes()
+
+
+def test_bad_name_and_dtype():
+    with pytest.raises(ValueError, match="name"):
+        pn.datasets.load_uci("../airfoil")
+    with pytest.raises(TypeError, match="dtype"):
+        pn.datasets.load_uci("airfoil", dtype=torch.int64)
