@@ -8,6 +8,7 @@ PIP := $(PY) -m pip install --quiet -c constraints.txt
 # KeOps compiles formulas with g++ on first use; keep its builds inside the checkout.
 export KEOPS_CACHE_FOLDER := $(CURDIR)/.keops_cache
 export MPLBACKEND := Agg
+export NO_MKDOCS_2_WARNING := 1
 JOBS ?= 2
 
 .PHONY: run test bench docs lint format clean venv
