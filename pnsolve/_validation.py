@@ -64,7 +64,5 @@ def check_same_device(x: torch.Tensor, device: torch.device, name: str, other: s
 def check_generator(generator: object, name: str = "generator") -> torch.Generator | None:
     """Require ``generator`` to be ``None`` or a ``torch.Generator``."""
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"{name} must be a torch.Generator or None, got {type(generator).__name__}"
-        )
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
     return generator

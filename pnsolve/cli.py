@@ -34,9 +34,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--noise", type=float, default=1e-2, help="noise variance σ²")
     demo.add_argument("--rank", type=int, default=100, help="preconditioner rank")
     demo.add_argument("--rtol", type=float, default=1e-8, help="CG relative tolerance")
-    demo.add_argument(
-        "--backend", default="auto", choices=["auto", "dense", "chunked", "keops"]
-    )
+    demo.add_argument("--backend", default="auto", choices=["auto", "dense", "chunked", "keops"])
 
     bench = sub.add_parser(
         "bench",

@@ -5,9 +5,9 @@ residual replacement, typed :class:`CGInfo`); :func:`lanczos` returns the basis 
 and tridiagonal ``T`` with optional full reorthogonalisation.
 """
 
-from .cg import cg
 from .cg_info import CGInfo
-from .lanczos import LanczosResult, lanczos
+from .conjugate_gradient import cg
+from .lanczos_process import LanczosResult, lanczos
 from .reorthogonalize import reorthogonalize
 
 __all__ = ["CGInfo", "LanczosResult", "cg", "lanczos", "reorthogonalize"]

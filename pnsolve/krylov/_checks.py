@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
-from ..linops.as_linop import as_linop
 from ..linops.base import LinearOperator
+from ..linops.conversion import as_linop
 
 __all__ = [
     "as_operand",

@@ -7,10 +7,10 @@ matrix-free :class:`KernelMatrix`. :func:`as_linop` wraps tensors, NumPy arrays 
 SciPy operators.
 """
 
-from .as_linop import as_linop
 from .base import LinearOperator
 from .block_diagonal import BlockDiagonal
 from .closure import Closure
+from .conversion import as_linop
 from .dense import Dense
 from .diagonal import Diagonal
 from .kernel_matrix import KernelMatrix

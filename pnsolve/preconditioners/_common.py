@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linops.as_linop import as_linop
 from ..linops.base import LinearOperator
+from ..linops.conversion import as_linop
 
 __all__ = ["as_spd_operator", "check_rank"]
 

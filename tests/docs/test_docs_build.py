@@ -21,7 +21,10 @@ def test_docs_build_strictly(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stdout + r.stderr
     api = (tmp_path / "api" / "krylov" / "index.html").read_text()
-    assert "pnsolve.krylov.cg" in api or "cg(" in api
+    for name in ("pnsolve.krylov.cg", "pnsolve.krylov.lanczos"):
+        assert f'id="{name}"' in api, name
+    linops = (tmp_path / "api" / "linops" / "index.html").read_text()
+    assert 'id="pnsolve.linops.as_linop"' in linops
 
 
 def test_notation_table_names_code() -> None:
