@@ -1,4 +1,4 @@
-"""Test-suite configuration: hypothesis profile without wall-clock deadlines (CI machines are noisy)."""
+"""Test-suite configuration: hypothesis without wall-clock deadlines (CI is noisy)."""
 
 from hypothesis import HealthCheck, settings
 

@@ -25,6 +25,7 @@ def test_demo_preconditioning_helps_and_matches_cholesky() -> None:
 
     rows, _ = run_demo(out="outputs/test-demo", echo=lambda *_: None)
     chol, cg, pcg = rows
+    assert chol.relative_residual < 1e-10
     assert pcg.iterations < cg.iterations
     for r in (cg, pcg):
         assert r.relative_residual <= 1e-8 * 1.01
