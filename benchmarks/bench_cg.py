@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         plan = [(1000, 50, 3), (2000, 50, 3)]
     else:
-        plan = [(5000, 100, 4), (20000, 25, 2)]
+        plan = [(5000, 100, 4), (20000, 60, 2)]
     rows: list[list[object]] = []
     for n, iters, repeats in plan:
         rows += run_size(n, iters, repeats)

@@ -215,7 +215,8 @@ def _cg(
     while cols.idx.numel() and it < maxiter:
         AP = count(A, cols.P)
         pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
-        dead = None if bool((pAp > 0).all()) else _curvature_failure(pAp, cols.P, AP, it, cols.idx)
+        healthy = bool(((pAp > 0) & (pAp < math.inf)).all())
+        dead = None if healthy else _curvature_failure(pAp, cols.P, AP, it, cols.idx)
         alpha = cols.rz / pAp if dead is None else torch.where(dead, 0.0, cols.rz / pAp)
         cols.X.addcmul_(cols.P, alpha)
         cols.R.addcmul_(AP, alpha, value=-1.0)

@@ -245,3 +245,20 @@ def test_no_spurious_curvature_error_at_rounding_level(spd):
         pn.StopReason.MAX_ITERATIONS, pn.StopReason.BREAKDOWN, pn.StopReason.STAGNATION,
         pn.StopReason.CONVERGED,
     )  # fmt: skip
+
+
+def test_inf_in_product_names_iteration(spd):
+    A = spd(30, seed=12)
+    calls = {"n": 0}
+
+    def matmat(X):
+        calls["n"] += 1
+        out = A @ X
+        if calls["n"] == 3:
+            out = out.clone()
+            out[0] = float("inf")
+        return out
+
+    op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True)
+    with pytest.raises(ValueError, match=r"iteration 2 \(0-based\).*NaN or Inf"):
+        pn.cg(op, _rhs(30), rtol=1e-12)
