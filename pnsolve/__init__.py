@@ -4,10 +4,29 @@ Every linear solve is a belief: a Gaussian over the solution whose covariance sa
 what the finite computation left unknown.
 """
 
-from . import datasets, kernels, krylov, linops, plotting, preconditioners, problems, testing
+from . import (
+    beliefs,
+    datasets,
+    kernels,
+    krylov,
+    linops,
+    plotting,
+    policies,
+    preconditioners,
+    problems,
+    solvers,
+    stopping,
+    testing,
+)
 from .errors import BreakdownError, MissingStructureError, NotPositiveDefiniteError
 from .krylov import cg, lanczos
-from .solvers import StopReason
+from .solvers import (
+    ProbabilisticLinearSolver,
+    SolveInfo,
+    SolverState,
+    StopReason,
+    problinsolve,
+)
 
 __version__ = "0.1.0"
 
@@ -15,8 +34,12 @@ __all__ = [
     "BreakdownError",
     "MissingStructureError",
     "NotPositiveDefiniteError",
+    "ProbabilisticLinearSolver",
+    "SolveInfo",
+    "SolverState",
     "StopReason",
     "__version__",
+    "beliefs",
     "cg",
     "datasets",
     "kernels",
@@ -24,7 +47,11 @@ __all__ = [
     "lanczos",
     "linops",
     "plotting",
+    "policies",
     "preconditioners",
     "problems",
+    "problinsolve",
+    "solvers",
+    "stopping",
     "testing",
 ]

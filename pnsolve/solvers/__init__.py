@@ -1,5 +1,8 @@
-"""Solver loop and its typed records (the probabilistic linear solver lands here)."""
+"""The probabilistic linear solver loop and its typed records."""
 
+from .problinsolve import problinsolve
+from .solver import ProbabilisticLinearSolver
+from .state import SolveInfo, SolverState
 from .stop_reason import StopReason
 
-__all__ = ["StopReason"]
+__all__ = ["ProbabilisticLinearSolver", "SolveInfo", "SolverState", "StopReason", "problinsolve"]

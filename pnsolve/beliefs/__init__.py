@@ -1,0 +1,16 @@
+"""Beliefs about the solution of ``A x = b``: Gaussian, with a low-rank downdated covariance."""
+
+from .columns import ColumnBuffer
+from .covariance import DowndatedCovariance
+from .gaussian_solution import GaussianSolutionBelief
+from .priors import GaussianPrior, InversePrior, Prior, as_prior
+
+__all__ = [
+    "ColumnBuffer",
+    "DowndatedCovariance",
+    "GaussianPrior",
+    "GaussianSolutionBelief",
+    "InversePrior",
+    "Prior",
+    "as_prior",
+]

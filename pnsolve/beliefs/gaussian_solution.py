@@ -1,0 +1,158 @@
+"""Gaussian beliefs over the solution of a linear system."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .._validation import check_generator, check_tensor
+from ..linops.base import LinearOperator
+from ..linops.low_rank import LowRank
+from .covariance import DowndatedCovariance
+from .priors import Prior
+
+__all__ = ["GaussianSolutionBelief"]
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianSolutionBelief:
+    """``x ~ N(mean, Σ_i)`` with ``Σ_i = Σ₀ − V Vᵀ`` after ``i`` observed directions.
+
+    Produced by :class:`~pnsolve.ProbabilisticLinearSolver`; never mutated.
+
+    Attributes
+    ----------
+    A
+        The system operator, shape ``(n, n)``.
+    b
+        The right-hand side, shape ``(n,)``.
+    mean
+        Posterior mean ``x_i``, shape ``(n,)``.
+    prior
+        The prior (``Σ₀``); its mean is the solver's ``x0``.
+    V
+        Downdate root, shape ``(n, i)``: ``Σ_i = Σ₀ − V Vᵀ``.
+    T
+        Right factor of the inverse approximation, shape ``(n, i)``:
+        ``C_i = V Tᵀ`` and ``x_i = x₀ + C_i r₀``. Equal to ``V`` under the inverse prior.
+    W
+        Normalised observation images, shape ``(n, i)``: ``Σ_i = (I − V Wᵀ) Σ₀ (I − V Wᵀ)ᵀ``.
+        Equal to ``A V`` under the inverse prior.
+    """
+
+    A: LinearOperator
+    b: torch.Tensor
+    mean: torch.Tensor
+    prior: Prior
+    V: torch.Tensor
+    T: torch.Tensor
+    W: torch.Tensor
+
+    @property
+    def rank(self) -> int:
+        """Number of independent directions observed so far (``i``)."""
+        return self.V.shape[1]
+
+    @property
+    def inverse_approx(self) -> LowRank:
+        """``C_i`` as a low-rank operator: ``L Lᵀ`` with root ``L = V`` under the inverse prior.
+
+        Under the inverse prior ``C_i = S (Sᵀ A S)⁻¹ Sᵀ ≼ A⁻¹``; in general ``C_i = V Tᵀ``.
+        """
+        if self.T is self.V:
+            return LowRank(self.V)
+        return LowRank(self.V, self.T)
+
+    @property
+    def cov(self) -> DowndatedCovariance:
+        """``Σ_i = Σ₀ − V Vᵀ`` as a linear operator.
+
+        Under the inverse prior its products need ``A⁻¹`` (an inner solve to working
+        precision each time): for study at small ``n``. The cheap parts of the belief
+        are :attr:`mean`, :attr:`inverse_approx` and :meth:`downdate_variance`.
+        """
+        return DowndatedCovariance(self.prior.covariance(self.A), self.V)
+
+    def downdate_variance(self, directions: torch.Tensor) -> torch.Tensor:
+        """``uᵀ V Vᵀ u`` per direction: how much variance the computation has removed.
+
+        Parameters
+        ----------
+        directions
+            ``(n,)`` or ``(n, m)``.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``()`` or ``(m,)``. Cheap: ``O(n i m)``, no product with ``A``.
+        """
+        U = self._directions(directions)
+        out = ((self.V.mT @ U) ** 2).sum(0)
+        return out.squeeze(0) if directions.ndim == 1 else out
+
+    def var(self, directions: torch.Tensor) -> torch.Tensor:
+        """Variance ``uᵀ Σ_i u`` along each direction ``u``.
+
+        Parameters
+        ----------
+        directions
+            ``(n,)`` or ``(n, m)``.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``()`` or ``(m,)``. Needs ``uᵀ Σ₀ u``: one inner solve per direction
+            under the inverse prior.
+        """
+        U = self._directions(directions)
+        out = self.prior.variance(self.A, U) - ((self.V.mT @ U) ** 2).sum(0)
+        out = out.clamp_min(0.0)
+        return out.squeeze(0) if directions.ndim == 1 else out
+
+    def diagonal(self) -> torch.Tensor:
+        """Marginal variances ``diag(Σ_i)``, shape ``(n,)`` (needs a structured ``Σ₀`` diagonal)."""
+        return self.cov.diagonal()
+
+    def trace(self) -> torch.Tensor:
+        """``tr(Σ_i) = tr(Σ₀) − ‖V‖²_F`` where ``Σ₀`` has a structured diagonal."""
+        return self.prior.covariance(self.A).trace() - (self.V * self.V).sum()
+
+    def sample(self, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``k`` draws from the belief, shape ``(n, k)``.
+
+        Uses ``x = mean + (I − V Wᵀ) y`` with ``y ~ N(0, Σ₀)``; under the inverse prior
+        drawing ``y`` runs Lanczos to working precision (expensive, for study).
+
+        Parameters
+        ----------
+        k
+            Number of samples, ``k ≥ 1``.
+        generator
+            The only source of randomness.
+        """
+        check_generator(generator)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        Y = self.prior.sample(self.A, k, generator)
+        return self.mean.unsqueeze(-1) + Y - self.V @ (self.W.mT @ Y)
+
+    def _directions(self, directions: torch.Tensor) -> torch.Tensor:
+        check_tensor(directions, "directions")
+        n = self.mean.shape[0]
+        if directions.ndim not in (1, 2) or directions.shape[0] != n:
+            raise ValueError(
+                f"directions must have shape ({n},) or ({n}, m), got {tuple(directions.shape)}"
+            )
+        if directions.dtype != self.mean.dtype or directions.device != self.mean.device:
+            raise TypeError(
+                f"directions must have dtype {self.mean.dtype} on {self.mean.device}, got "
+                f"{directions.dtype} on {directions.device}"
+            )
+        return directions.unsqueeze(-1) if directions.ndim == 1 else directions
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianSolutionBelief(n={self.mean.shape[0]}, rank={self.rank}, "
+            f"prior={self.prior!r}, dtype={self.mean.dtype})"
+        )

@@ -1,0 +1,128 @@
+"""The belief update: condition the Gaussian belief on ``Sᵀ A x = Sᵀ b``.
+
+With images ``Z = A S`` (the one product per iteration) and the current factors
+``Σ_i = Σ₀ − V Vᵀ``:
+
+    C  = Σ₀Z − V (Vᵀ Z)          (Σ_i Z; = S − V(VᵀZ) under the inverse prior)
+    AC = AΣ₀Z − AV (Vᵀ Z)        (= Z − AV(VᵀZ) under the inverse prior: no product)
+    G  = Zᵀ C = B⁻ᵀB⁻¹            (eigendecomposition; dependent directions dropped)
+    V ← [V, C B],  AV ← [AV, AC B],  x ← x + C B Bᵀ Sᵀ r,  r ← r − AC B Bᵀ Sᵀ r
+
+Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``),
+re-conjugated once more when the first pass cancelled much of it ("twice is
+enough"), which costs no product because ``A C`` is known.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..beliefs.columns import ColumnBuffer
+from ..beliefs.priors import Prior
+from ..errors import NotPositiveDefiniteError
+from ..linops.base import LinearOperator
+
+__all__ = ["Conditioner", "Update"]
+
+#: Re-conjugate when the first pass leaves less than this fraction of the A-norm.
+_TWICE_IS_ENOUGH = 0.5
+
+
+@dataclass(frozen=True)
+class Update:
+    """Result of one conditioning step."""
+
+    dx: torch.Tensor  # (n,) mean increment
+    dr: torch.Tensor  # (n,) residual decrement
+    rank_added: int
+    products: int  # extra products with A (0 under the inverse prior)
+
+
+class Conditioner:
+    """Owns the growing factors of one solve (private to a single run).
+
+    Parameters
+    ----------
+    A
+        The system operator.
+    prior
+        The prior; decides what ``Σ₀ Z`` costs.
+    """
+
+    def __init__(self, A: LinearOperator, prior: Prior) -> None:
+        n = A.shape[0]
+        self.A = A
+        self.prior = prior
+        self.shares = prior.shares_factors
+        new = lambda: ColumnBuffer(n, A.dtype, A.device)  # noqa: E731
+        self.V, self.AV = new(), new()
+        self.T, self.W = (self.V, self.AV) if self.shares else (new(), new())
+        self.eps = torch.finfo(A.dtype).eps
+        self.sqrt_n = math.sqrt(n)
+
+    def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Views ``(V, T, W)`` for a belief (``T is V`` and ``W is AV`` when shared)."""
+        V = self.V.view()
+        if self.shares:
+            return V, V, self.AV.view()
+        return V, self.T.view(), self.W.view()
+
+    def condition(
+        self, S: torch.Tensor, Z: torch.Tensor, r: torch.Tensor, iteration: int
+    ) -> Update | None:
+        """Condition on actions ``S`` with images ``Z = A S`` (both ``(n, m)``).
+
+        Returns ``None`` on breakdown (every new direction dependent on the observed
+        ones, or zero). Raises :class:`~pnsolve.NotPositiveDefiniteError` when the
+        curvature ``Cᵀ A C`` is clearly negative under the inverse prior.
+        """
+        SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
+        V, AV = self.V.view(), self.AV.view()
+        if V.shape[1]:
+            coef = V.mT @ Z
+            C, AC = SZ - V @ coef, ASZ - AV @ coef
+            if self.shares:
+                C, AC = self._reconjugate(S, Z, C, AC, V, AV)
+                Tn, Wn = C, AC
+            else:
+                Tn, Wn = S - self.T.view() @ coef, Z - self.W.view() @ coef
+        else:
+            C, AC = SZ, ASZ
+            Tn, Wn = (C, AC) if self.shares else (S, Z)
+        left, right = (C, AC) if self.shares else (Z, C)
+        G = left.mT @ right
+        G = 0.5 * (G + G.mT)
+        scale = torch.linalg.vector_norm(left, dim=0) * torch.linalg.vector_norm(right, dim=0)
+        band = 10.0 * self.sqrt_n * self.eps * float(scale.max())
+        lam, Q = torch.linalg.eigh(G) if G.shape[0] > 1 else (G[0], G.new_ones(1, 1))
+        if self.shares and float(lam.min()) < -band:
+            raise NotPositiveDefiniteError(
+                f"A is not positive definite: the action at iteration {iteration} (0-based) "
+                f"has negative curvature {float(lam.min()):.3e}",
+                iteration=iteration,
+            )
+        keep = lam > band
+        if not bool(keep.any()):
+            return None
+        B = Q[:, keep] * lam[keep].rsqrt()
+        Vn, AVn, Tn = C @ B, AC @ B, Tn @ B
+        g = Tn.mT @ r
+        self.V.append(Vn)
+        self.AV.append(AVn)
+        if not self.shares:
+            self.T.append(Tn)
+            self.W.append(Wn @ B)
+        return Update(dx=Vn @ g, dr=AVn @ g, rank_added=int(keep.sum()), products=extra)
+
+    @staticmethod
+    def _reconjugate(S, Z, C, AC, V, AV):
+        """Second A-conjugation pass where the first cancelled much (no product with A)."""
+        before = torch.linalg.vecdot(S, Z, dim=0).abs()
+        after = torch.linalg.vecdot(C, AC, dim=0).abs()
+        if bool((after < _TWICE_IS_ENOUGH * before).any()):
+            coef = V.mT @ AC
+            C, AC = C - V @ coef, AC - AV @ coef
+        return C, AC

@@ -1,0 +1,88 @@
+"""``problinsolve``: the SciPy-like front door to the probabilistic linear solver."""
+
+from __future__ import annotations
+
+import torch
+
+from ..beliefs.gaussian_solution import GaussianSolutionBelief
+from ..krylov._checks import check_nonnegative, check_optional_count
+from ..linops.base import LinearOperator
+from ..policies.base import Policy
+from ..stopping.criteria import MaxIterations, ResidualNorm
+from .solver import ProbabilisticLinearSolver
+from .state import SolveInfo
+
+__all__ = ["problinsolve"]
+
+
+def _policy_from_name(policy: str | Policy, M: object) -> Policy:
+    from .. import policies
+
+    if isinstance(policy, Policy):
+        return policy
+    names = {
+        "cg": lambda: policies.CG(preconditioner=M),
+    }
+    for name, cls in (("unitvector", "UnitVector"), ("random", "Random"), ("lanczos", "Lanczos")):
+        if hasattr(policies, cls):
+            names[name] = getattr(policies, cls)
+    if not isinstance(policy, str) or policy.lower() not in names:
+        raise ValueError(f"policy must be a Policy or one of {sorted(names)}, got {policy!r}")
+    return names[policy.lower()]()
+
+
+def problinsolve(
+    A: object,
+    b: object,
+    x0: object = None,
+    *,
+    policy: str | Policy = "cg",
+    prior: str | float | LinearOperator = "inverse",
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+    maxiter: int | None = None,
+    M: object = None,
+    generator: torch.Generator | None = None,
+) -> tuple[GaussianSolutionBelief, SolveInfo]:
+    """Solve ``A x = b`` probabilistically with SciPy-like arguments.
+
+    Equivalent to ``ProbabilisticLinearSolver(policy, MaxIterations(maxiter) |
+    ResidualNorm(rtol, atol), prior).solve(A, b, x0, generator=generator)``.
+
+    Parameters
+    ----------
+    A
+        SPD operator, shape ``(n, n)`` (anything :func:`~pnsolve.linops.as_linop` accepts).
+    b
+        Right-hand side, shape ``(n,)``.
+    x0
+        Prior mean (default zero).
+    policy
+        A :class:`~pnsolve.policies.Policy` or a name: ``"cg"`` (default), and the
+        names of further built-in policies (``"unitvector"``, ``"random"``, ``"lanczos"``).
+    prior
+        ``"inverse"`` (default), ``σ²`` or an SPD covariance operator.
+    rtol, atol
+        Stop when ``‖r_i‖ ≤ max(rtol‖b‖, atol)``.
+    maxiter
+        Iteration limit (default ``n``: with independent actions the belief is exact then).
+    M
+        Preconditioner for the CG policy.
+    generator
+        Randomness for stochastic policies.
+
+    Returns
+    -------
+    belief : GaussianSolutionBelief
+    info : SolveInfo
+    """
+    rtol = check_nonnegative(rtol, "rtol")
+    atol = check_nonnegative(atol, "atol")
+    pol = _policy_from_name(policy, M)
+    from ..krylov._checks import as_square_operator
+
+    A = as_square_operator(A, "A")
+    maxiter = check_optional_count(maxiter, "maxiter", A.shape[0])
+    stopping = MaxIterations(maxiter) | ResidualNorm(rtol=rtol, atol=atol)
+    solver = ProbabilisticLinearSolver(pol, stopping, prior=prior, preconditioner=M)
+    return solver.solve(A, b, x0=x0, generator=generator)

@@ -1,0 +1,281 @@
+"""The probabilistic linear solver loop: policy → information operator → belief update → stop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+from .._validation import check_finite, check_generator
+from ..beliefs.gaussian_solution import GaussianSolutionBelief
+from ..beliefs.priors import Prior, as_prior
+from ..krylov._checks import as_operand, as_square_operator
+from ..linops.base import LinearOperator
+from ..linops.conversion import as_linop
+from ..policies.base import Policy
+from ..stopping.base import StoppingCriterion
+from .conditioning import Conditioner
+from .state import SolveInfo, SolverState
+from .stop_reason import StopReason
+
+__all__ = ["ProbabilisticLinearSolver"]
+
+
+class ProbabilisticLinearSolver:
+    """Solve ``A x = b`` as inference: a Gaussian belief over ``x`` refined by actions.
+
+    Each iteration the **policy** picks actions ``S``, the **information operator**
+    applies ``A`` once (``Z = A S``, the only product with ``A`` under the inverse
+    prior), the **belief** is conditioned on ``Sᵀ A x = Sᵀ b``, and the **stopping**
+    criterion decides whether to go on.
+
+    Parameters
+    ----------
+    policy
+        A :class:`~pnsolve.policies.Policy` (e.g. ``pn.policies.CG()``).
+    stopping
+        A :class:`~pnsolve.stopping.StoppingCriterion`, e.g.
+        ``MaxIterations(50) | ResidualNorm(rtol=1e-6)``.
+    prior
+        ``"inverse"`` (``Σ₀ = A⁻¹``, default), a positive number ``σ²`` (``Σ₀ = σ² I``),
+        an SPD :class:`~pnsolve.linops.LinearOperator`, or a
+        :class:`~pnsolve.beliefs.Prior`. The prior mean is ``x0``.
+    preconditioner
+        ``M ≈ A⁻¹`` made available to policies as ``state.preconditioner`` (the CG
+        policy uses it).
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> A = torch.diag(torch.arange(1.0, 6.0, dtype=torch.float64))
+    >>> b = torch.ones(5, dtype=torch.float64)
+    >>> solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(5))
+    >>> belief, info = solver.solve(A, b)
+    >>> bool(torch.allclose(belief.mean, 1 / torch.arange(1.0, 6.0, dtype=torch.float64)))
+    True
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        stopping: StoppingCriterion,
+        prior: str | float | LinearOperator | Prior = "inverse",
+        preconditioner: object = None,
+    ) -> None:
+        if not isinstance(policy, Policy):
+            raise TypeError(
+                f"policy must be a pnsolve.policies.Policy, got {type(policy).__name__}"
+            )
+        if not isinstance(stopping, StoppingCriterion):
+            raise TypeError(
+                f"stopping must be a pnsolve.stopping.StoppingCriterion, got "
+                f"{type(stopping).__name__}"
+            )
+        self.policy = policy
+        self.stopping = stopping
+        self.prior = as_prior(prior)
+        self.preconditioner = None if preconditioner is None else as_linop(preconditioner)
+
+    def __repr__(self) -> str:
+        return (
+            f"ProbabilisticLinearSolver(policy={self.policy!r}, stopping={self.stopping!r}, "
+            f"prior={self.prior!r})"
+        )
+
+    def iterate(
+        self,
+        A: object,
+        b: object,
+        x0: object = None,
+        buffer: object = None,
+        generator: torch.Generator | None = None,
+    ) -> Iterator[SolverState]:
+        """Yield the solver state after each iteration, starting with the prior (iteration 0).
+
+        The last state carries ``stop_reason``. Parameters as in :meth:`solve`; they are
+        validated when ``iterate`` is called, before the first state is produced.
+        """
+        A, b, x0 = self._check(A, b, x0, generator)
+        return self._loop(A, b, x0, buffer, generator)
+
+    def _loop(self, A, b, x0, buffer, generator) -> Iterator[SolverState]:
+        run = Conditioner(A, self.prior)
+        with torch.no_grad():
+            state = self._prior_state(run, A, b, x0, generator)
+            if buffer is not None:
+                state = self._replay(run, state, buffer)
+            state = _replace(state, stopping_memory=self.stopping.initial_memory(state))
+            while True:
+                reason = state.stop_reason or self.stopping(state)
+                state = _replace(state, stop_reason=reason)
+                yield state
+                if reason is not None:
+                    return
+                S, memory = self.policy(state, generator)  # policy
+                S = _check_actions(S, A, state.iteration, self.policy)
+                Z = _observe(A, S, state.iteration)  # information operator
+                state = self._update(run, state, S, Z, memory)  # belief update
+
+    def solve(
+        self,
+        A: object,
+        b: object,
+        x0: object = None,
+        buffer: object = None,
+        generator: torch.Generator | None = None,
+    ) -> tuple[GaussianSolutionBelief, SolveInfo]:
+        """Run to the stopping criterion.
+
+        Parameters
+        ----------
+        A
+            SPD operator of shape ``(n, n)``: anything :func:`~pnsolve.linops.as_linop` accepts.
+        b
+            Right-hand side, shape ``(n,)``, finite, with ``A``'s dtype and device.
+        x0
+            Prior mean (default zero), shape ``(n,)``.
+        buffer
+            Actions observed before, replayed without products with ``A``: any object
+            with ``actions`` and ``images`` tensors of shape ``(n, m)`` (``images = A
+            actions``), e.g. a :class:`pnsolve.krylov.KrylovBuffer`.
+        generator
+            Randomness for stochastic policies and sampling (``torch.Generator``).
+
+        Returns
+        -------
+        belief : GaussianSolutionBelief
+            The final belief.
+        info : SolveInfo
+            Iterations, products, stop reason and residual history.
+        """
+        norms = []
+        for state in self.iterate(A, b, x0=x0, buffer=buffer, generator=generator):
+            norms.append(state.residual_norm)
+        info = SolveInfo(
+            iterations=state.iteration,
+            products=state.products,
+            matvecs=state.matvecs,
+            stop_reason=state.stop_reason,
+            residual_norms=torch.stack(norms),
+            rank=state.belief.rank,
+        )
+        return state.belief, info
+
+    # ------------------------------------------------------------------ pieces
+    def _check(self, A, b, x0, generator):
+        check_generator(generator)
+        A = as_square_operator(A, "A")
+        b = as_operand(b, A, "b", allow_matrix=False)
+        x0 = None if x0 is None else as_operand(x0, A, "x0", allow_matrix=False)
+        return A, b, x0
+
+    def _prior_state(self, run, A, b, x0, generator) -> SolverState:
+        products = 0
+        if x0 is None:
+            x0, r = torch.zeros_like(b), b.clone()
+        else:
+            x0, r, products = x0.clone(), b - A @ x0, 1
+        V, T, W = run.factors()
+        belief = GaussianSolutionBelief(A, b, x0, self.prior, V, T, W)
+        return SolverState(
+            iteration=0,
+            belief=belief,
+            residual=r,
+            residual_norm=torch.linalg.vector_norm(r),
+            b_norm=torch.linalg.vector_norm(b),
+            products=products,
+            matvecs=products,
+            policy_memory=self.policy.initial_memory(A, b, generator),
+            preconditioner=self.preconditioner,
+        )
+
+    def _update(self, run, state, S, Z, memory) -> SolverState:
+        update = run.condition(S, Z, state.residual, state.iteration)
+        if update is None:
+            return _replace(
+                state,
+                products=state.products + 1,
+                matvecs=state.matvecs + S.shape[1],
+                stop_reason=StopReason.BREAKDOWN,
+            )
+        mean = state.belief.mean + update.dx
+        r = state.residual - update.dr
+        V, T, W = run.factors()
+        return SolverState(
+            iteration=state.iteration + 1,
+            belief=GaussianSolutionBelief(state.A, state.b, mean, self.prior, V, T, W),
+            residual=r,
+            residual_norm=torch.linalg.vector_norm(r),
+            b_norm=state.b_norm,
+            products=state.products + 1 + update.products,
+            matvecs=state.matvecs + S.shape[1] * (1 + update.products),
+            action=S,
+            observation=Z,
+            policy_memory=memory,
+            stopping_memory=state.stopping_memory,
+            preconditioner=state.preconditioner,
+        )
+
+    def _replay(self, run, state, buffer) -> SolverState:
+        """Condition on a buffer's actions and images (no product with ``A``)."""
+        try:
+            S, Z = buffer.actions, buffer.images
+        except AttributeError:
+            raise TypeError(
+                "buffer must provide `actions` and `images` tensors (images = A @ actions), "
+                f"got {type(buffer).__name__}"
+            ) from None
+        A = state.A
+        for name, t in (("buffer.actions", S), ("buffer.images", Z)):
+            if not isinstance(t, torch.Tensor) or t.ndim != 2 or t.shape[0] != A.shape[0]:
+                raise ValueError(f"{name} must be a tensor of shape ({A.shape[0]}, m)")
+            if t.dtype != A.dtype or t.device != A.device:
+                raise TypeError(f"{name} must have dtype {A.dtype} on {A.device}")
+        if S.shape != Z.shape:
+            raise ValueError("buffer.actions and buffer.images must have the same shape")
+        if S.shape[1] == 0:
+            return state
+        update = run.condition(S, Z, state.residual, 0)
+        if update is None:
+            return state
+        r = state.residual - update.dr
+        V, T, W = run.factors()
+        belief = GaussianSolutionBelief(
+            A, state.b, state.belief.mean + update.dx, self.prior, V, T, W
+        )
+        return _replace(
+            state,
+            belief=belief,
+            residual=r,
+            residual_norm=torch.linalg.vector_norm(r),
+            products=state.products + update.products,
+        )
+
+
+def _replace(state: SolverState, **changes: object) -> SolverState:
+    from dataclasses import replace
+
+    return replace(state, **changes)
+
+
+def _check_actions(S: object, A: LinearOperator, iteration: int, policy: Policy) -> torch.Tensor:
+    where = f"the action of {type(policy).__name__} at iteration {iteration}"
+    if not isinstance(S, torch.Tensor):
+        raise TypeError(f"{where} must be a torch.Tensor, got {type(S).__name__}")
+    if S.ndim == 1:
+        S = S.unsqueeze(-1)
+    n = A.shape[0]
+    if S.ndim != 2 or S.shape[0] != n or S.shape[1] < 1:
+        raise ValueError(f"{where} must have shape ({n},) or ({n}, m), got {tuple(S.shape)}")
+    if S.dtype != A.dtype or S.device != A.device:
+        raise TypeError(f"{where} has dtype {S.dtype} on {S.device}; A has {A.dtype} on {A.device}")
+    return check_finite(S, where)
+
+
+def _observe(A: LinearOperator, S: torch.Tensor, iteration: int) -> torch.Tensor:
+    Z = A @ S
+    if not bool(torch.isfinite(Z).all()):
+        raise ValueError(
+            f"the product A @ S at iteration {iteration} (0-based) produced NaN or Inf values"
+        )
+    return Z

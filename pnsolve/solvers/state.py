@@ -1,0 +1,111 @@
+"""The typed, frozen records of a probabilistic linear solve."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..beliefs.gaussian_solution import GaussianSolutionBelief
+from ..linops.base import LinearOperator
+from .stop_reason import StopReason
+
+__all__ = ["SolveInfo", "SolverState"]
+
+
+@dataclass(frozen=True, eq=False)
+class SolverState:
+    """Everything that changes during a solve, after ``iteration`` belief updates.
+
+    Only the solver loop creates states; policies and stopping criteria read them.
+
+    Attributes
+    ----------
+    iteration
+        Number of completed iterations (0 for the prior).
+    belief
+        The belief about ``x`` after this iteration.
+    residual
+        ``r_i = b − A x_i`` (kept recursively, no extra product), shape ``(n,)``.
+    residual_norm
+        ``‖r_i‖``, 0-d tensor.
+    b_norm
+        ``‖b‖``, 0-d tensor.
+    products
+        Products with ``A`` so far (one per iteration under the inverse prior, plus one
+        for ``r₀`` when ``x0`` is given).
+    matvecs
+        Columns multiplied by ``A`` so far (block actions count their columns).
+    action
+        The last action block ``S``, shape ``(n, m)``; ``None`` for the prior.
+    observation
+        Its image ``A S``, shape ``(n, m)``; ``None`` for the prior.
+    policy_memory
+        The policy's own typed slot (whatever its ``initial_memory`` / call returned).
+    stopping_memory
+        The stopping criterion's slot (e.g. prior variances for posterior contraction).
+    preconditioner
+        The solver's preconditioner (read by the CG policy), or ``None``.
+    stop_reason
+        Set on the last state of a run, ``None`` before.
+    """
+
+    iteration: int
+    belief: GaussianSolutionBelief
+    residual: torch.Tensor
+    residual_norm: torch.Tensor
+    b_norm: torch.Tensor
+    products: int
+    matvecs: int
+    action: torch.Tensor | None = None
+    observation: torch.Tensor | None = None
+    policy_memory: object = None
+    stopping_memory: object = None
+    preconditioner: LinearOperator | None = None
+    stop_reason: StopReason | None = None
+
+    @property
+    def A(self) -> LinearOperator:
+        """The system operator."""
+        return self.belief.A
+
+    @property
+    def b(self) -> torch.Tensor:
+        """The right-hand side."""
+        return self.belief.b
+
+    @property
+    def relative_residual_norm(self) -> torch.Tensor:
+        """``‖r_i‖ / ‖b‖`` (``‖r_i‖`` when ``b = 0``)."""
+        return self.residual_norm / self.b_norm if float(self.b_norm) > 0 else self.residual_norm
+
+
+@dataclass(frozen=True, eq=False)
+class SolveInfo:
+    """Summary of a finished probabilistic solve.
+
+    Attributes
+    ----------
+    iterations
+        Belief updates performed.
+    products, matvecs
+        Products (calls) with ``A`` and columns multiplied.
+    stop_reason
+        Why the solver stopped.
+    residual_norms
+        ``‖r_i‖`` for ``i = 0, …, iterations``, shape ``(iterations + 1,)``.
+    rank
+        Rank of ``C_i`` (directions kept; dependent ones are dropped).
+    """
+
+    iterations: int
+    products: int
+    matvecs: int
+    stop_reason: StopReason
+    residual_norms: torch.Tensor
+    rank: int
+
+    @property
+    def converged(self) -> bool:
+        """Whether the run stopped because the residual met its tolerance."""
+        return self.stop_reason in (StopReason.CONVERGED, StopReason.ZERO_RHS)

@@ -1,0 +1,101 @@
+"""Stopping criteria and their composition with ``|``, ``&`` and ``~``."""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+from ..solvers.stop_reason import StopReason
+
+if TYPE_CHECKING:
+    from ..solvers.state import SolverState
+
+__all__ = ["All", "Any", "Not", "StoppingCriterion"]
+
+
+class StoppingCriterion(abc.ABC):
+    """Decides after each iteration whether to stop, and why.
+
+    Criteria are immutable configuration. One that needs precomputed quantities
+    returns them from :meth:`initial_memory`; the solver keeps them in
+    ``state.stopping_memory``. Compose criteria with ``a | b`` (stop when either
+    fires), ``a & b`` (when both fire) and ``~a`` (when ``a`` does not fire).
+    """
+
+    def initial_memory(self, state: SolverState) -> object:
+        """Memory computed once from the prior state (default ``None``)."""
+        return None
+
+    @abc.abstractmethod
+    def check(self, state: SolverState, memory: object) -> StopReason | None:
+        """The reason to stop at ``state``, or ``None`` to go on."""
+
+    def __call__(self, state: SolverState) -> StopReason | None:
+        """``check(state, state.stopping_memory)``."""
+        return self.check(state, state.stopping_memory)
+
+    def __or__(self, other: StoppingCriterion) -> StoppingCriterion:
+        return Any(self, other)
+
+    def __and__(self, other: StoppingCriterion) -> StoppingCriterion:
+        return All(self, other)
+
+    def __invert__(self) -> StoppingCriterion:
+        return Not(self)
+
+
+class _Composite(StoppingCriterion):
+    def __init__(self, *criteria: StoppingCriterion) -> None:
+        flat: list[StoppingCriterion] = []
+        for c in criteria:
+            if not isinstance(c, StoppingCriterion):
+                raise TypeError(
+                    f"{type(self).__name__} composes StoppingCriterion objects, got "
+                    f"{type(c).__name__}"
+                )
+            flat.extend(c.criteria if type(c) is type(self) else (c,))
+        self.criteria: tuple[StoppingCriterion, ...] = tuple(flat)
+
+    def initial_memory(self, state: SolverState) -> object:
+        return tuple(c.initial_memory(state) for c in self.criteria)
+
+    def __repr__(self) -> str:
+        op = " | " if isinstance(self, Any) else " & "
+        return "(" + op.join(repr(c) for c in self.criteria) + ")"
+
+
+class Any(_Composite):
+    """Stops when any criterion fires; the first one's reason is recorded."""
+
+    def check(self, state: SolverState, memory: object) -> StopReason | None:
+        for c, m in zip(self.criteria, memory):
+            reason = c.check(state, m)
+            if reason is not None:
+                return reason
+        return None
+
+
+class All(_Composite):
+    """Stops when every criterion fires; the first one's reason is recorded."""
+
+    def check(self, state: SolverState, memory: object) -> StopReason | None:
+        reasons = [c.check(state, m) for c, m in zip(self.criteria, memory)]
+        return reasons[0] if all(r is not None for r in reasons) else None
+
+
+class Not(StoppingCriterion):
+    """Stops when the wrapped criterion does *not* fire (reason ``CRITERION``)."""
+
+    def __init__(self, criterion: StoppingCriterion) -> None:
+        if not isinstance(criterion, StoppingCriterion):
+            raise TypeError(f"Not wraps a StoppingCriterion, got {type(criterion).__name__}")
+        self.criterion = criterion
+
+    def initial_memory(self, state: SolverState) -> object:
+        return self.criterion.initial_memory(state)
+
+    def check(self, state: SolverState, memory: object) -> StopReason | None:
+        return StopReason.CRITERION if self.criterion.check(state, memory) is None else None
+
+    def __repr__(self) -> str:
+        return f"~{self.criterion!r}"
