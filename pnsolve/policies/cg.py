@@ -17,8 +17,11 @@ __all__ = ["CG"]
 
 
 class CG(Policy):
-    """Actions ``s_i = M r_i``: the (preconditioned) residual.
+    """Actions spanning ``M r_i``, the (preconditioned) residual: CG's search directions.
 
+    The action is ``M r_i`` ``A``-conjugated against the newest observed direction
+    (which is CG's search direction ``p_i`` up to scale; under a general prior simply
+    ``M r_i``). The span of the actions, and so the belief, is that of the residuals.
     With the inverse prior the solver ``A``-conjugates each action against all
     previous ones, so the mean equals the CG iterate in exact arithmetic (and keeps
     full conjugacy in floating point, which plain CG loses).
@@ -39,8 +42,14 @@ class CG(Policy):
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, object]:
         M = self.preconditioner if self.preconditioner is not None else state.preconditioner
-        r = state.residual
-        return (r if M is None else M @ r), None
+        z = state.residual if M is None else M @ state.residual
+        V, AV = state.belief.V, state.belief.W
+        if V.shape[1] and state.belief.T is V:
+            # CG's search direction: z conjugated against the newest direction only. Same
+            # span as z (the belief is unchanged in exact arithmetic), but the solver's
+            # full conjugation then meets no heavy cancellation, so no second pass.
+            z = z - V[:, -1] * (AV[:, -1] @ z)
+        return z, None
 
     def __repr__(self) -> str:
         return f"CG(preconditioner={self.preconditioner!r})"

@@ -9,8 +9,9 @@ With images ``Z = A S`` (the one product per iteration) and the current factors
     V ← [V, C B],  AV ← [AV, AC B],  x ← x + C B Bᵀ Sᵀ r,  r ← r − AC B Bᵀ Sᵀ r
 
 Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``),
-re-conjugated once more when the first pass cancelled much of it ("twice is
-enough"), which costs no product because ``A C`` is known.
+re-conjugated once more when the first pass cancelled most of it (heavy
+cancellation leaves rounding errors of the size of the cancelled part), which
+costs no product because ``A C`` is known.
 """
 
 from __future__ import annotations
@@ -27,8 +28,18 @@ from ..linops.base import LinearOperator
 
 __all__ = ["Conditioner", "Update"]
 
-#: Re-conjugate when the first pass leaves less than this fraction of the A-norm.
-_TWICE_IS_ENOUGH = 0.5
+
+#: Re-conjugate when the first pass leaves less than ``reconjugation_threshold(eps)`` of the
+#: action's squared A-norm. One pass leaves an A-conjugacy error of about
+#: ``eps · ‖s‖_A / ‖d‖_A``; below ``‖d‖²_A / ‖s‖²_A = √eps`` that error exceeds
+#: ``eps^{3/4}`` and a second pass (three more passes over the factors, no product)
+#: restores it. The classical "twice is enough" threshold 1/2 fires on most CG
+#: iterations (r and its conjugated direction naturally differ in A-norm) at no
+#: measured accuracy gain (κ = 1e8 test problem), and costs ~20 % of a matvec at
+#: n = 5000, i = 500.
+def reconjugation_threshold(eps: float) -> float:
+    """Squared A-norm ratio below which the action is conjugated a second time."""
+    return math.sqrt(eps)
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class Conditioner:
             coef = V.mT @ Z
             C, AC = SZ - V @ coef, ASZ - AV @ coef
             if self.shares:
-                C, AC = self._reconjugate(S, Z, C, AC, V, AV)
+                C, AC = self._reconjugate(S, Z, C, AC, V, AV, reconjugation_threshold(self.eps))
                 Tn, Wn = C, AC
             else:
                 Tn, Wn = S - self.T.view() @ coef, Z - self.W.view() @ coef
@@ -96,6 +107,14 @@ class Conditioner:
         G = left.mT @ right
         G = 0.5 * (G + G.mT)
         scale = torch.linalg.vector_norm(left, dim=0) * torch.linalg.vector_norm(right, dim=0)
+        # Rounding in C and AC is relative to the action *before* the cancellation
+        # against V: measure G against the prior curvature sᵀAs (inverse prior) or
+        # zᵀΣ₀z (general), else a direction already in span(V) keeps its rounding
+        # noise as a "new" direction and corrupts the factors.
+        prior_curv = (
+            torch.linalg.vecdot(S, Z, dim=0) if self.shares else torch.linalg.vecdot(Z, SZ, dim=0)
+        )
+        scale = torch.maximum(scale, prior_curv.abs())
         band = 10.0 * self.sqrt_n * self.eps * float(scale.max())
         lam, Q = torch.linalg.eigh(G) if G.shape[0] > 1 else (G[0], G.new_ones(1, 1))
         if self.shares and float(lam.min()) < -band:
@@ -118,11 +137,11 @@ class Conditioner:
         return Update(dx=Vn @ g, dr=AVn @ g, rank_added=int(keep.sum()), products=extra)
 
     @staticmethod
-    def _reconjugate(S, Z, C, AC, V, AV):
-        """Second A-conjugation pass where the first cancelled much (no product with A)."""
+    def _reconjugate(S, Z, C, AC, V, AV, threshold):
+        """Second A-conjugation pass after heavy cancellation (no product with A)."""
         before = torch.linalg.vecdot(S, Z, dim=0).abs()
         after = torch.linalg.vecdot(C, AC, dim=0).abs()
-        if bool((after < _TWICE_IS_ENOUGH * before).any()):
+        if bool((after < threshold * before).any()):
             coef = V.mT @ AC
             C, AC = C - V @ coef, AC - AV @ coef
         return C, AC
