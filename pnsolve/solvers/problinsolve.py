@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
@@ -20,15 +22,20 @@ def _policy_from_name(policy: str | Policy, M: object) -> Policy:
 
     if isinstance(policy, Policy):
         return policy
-    names = {
+    factories: dict[str, Callable[[], Policy]] = {
         "cg": lambda: policies.CG(preconditioner=M),
+        "unitvector": policies.UnitVector,
+        "random": policies.Random,
+        "lanczos": policies.Lanczos,
     }
-    for name, cls in (("unitvector", "UnitVector"), ("random", "Random"), ("lanczos", "Lanczos")):
-        if hasattr(policies, cls):
-            names[name] = getattr(policies, cls)
-    if not isinstance(policy, str) or policy.lower() not in names:
-        raise ValueError(f"policy must be a Policy or one of {sorted(names)}, got {policy!r}")
-    return names[policy.lower()]()
+    if not isinstance(policy, str) or policy.lower() not in factories:
+        raise ValueError(f"policy must be a Policy or one of {sorted(factories)}, got {policy!r}")
+    if M is not None and policy.lower() != "cg":
+        raise ValueError(
+            f"M (a preconditioner) is only used by the 'cg' policy, not by {policy!r}; "
+            "drop M or use policy='cg'"
+        )
+    return factories[policy.lower()]()
 
 
 def problinsolve(
@@ -58,8 +65,9 @@ def problinsolve(
     x0
         Prior mean (default zero).
     policy
-        A :class:`~pnsolve.policies.Policy` or a name: ``"cg"`` (default), and the
-        names of further built-in policies (``"unitvector"``, ``"random"``, ``"lanczos"``).
+        A :class:`~pnsolve.policies.Policy` or a name: ``"cg"`` (default, uses ``M``),
+        ``"unitvector"`` (sequential), ``"random"`` (Gaussian; needs ``generator``) or
+        ``"lanczos"``.
     prior
         ``"inverse"`` (default), ``σ²`` or an SPD covariance operator.
     rtol, atol
@@ -67,7 +75,8 @@ def problinsolve(
     maxiter
         Iteration limit (default ``n``: with independent actions the belief is exact then).
     M
-        Preconditioner for the CG policy.
+        Preconditioner for the ``"cg"`` policy (a ``ValueError`` with other policy names;
+        a :class:`~pnsolve.policies.Policy` object carries its own).
     generator
         Randomness for stochastic policies.
 
@@ -83,6 +92,8 @@ def problinsolve(
 
     A = as_square_operator(A, "A")
     maxiter = check_optional_count(maxiter, "maxiter", A.shape[0])
-    stopping = MaxIterations(maxiter) | ResidualNorm(rtol=rtol, atol=atol)
+    # The residual test comes first so that convergence on the last allowed iteration is
+    # recorded as CONVERGED, not MAX_ITERATIONS.
+    stopping = ResidualNorm(rtol=rtol, atol=atol) | MaxIterations(maxiter)
     solver = ProbabilisticLinearSolver(pol, stopping, prior=prior, preconditioner=M)
     return solver.solve(A, b, x0=x0, generator=generator)

@@ -25,6 +25,8 @@ class StopReason(enum.Enum):
     BREAKDOWN = "breakdown"
     #: A user callback or stopping criterion asked to stop.
     CALLBACK = "callback"
+    #: A randomized truncation (ULISSE's Russian roulette) ended the run.
+    TRUNCATED = "truncated"
     #: A composed stopping criterion (e.g. a negation ``~c``) fired.
     CRITERION = "criterion"
     #: The posterior covariance along the query direction fell below its tolerance.

@@ -64,15 +64,25 @@ class _Composite(StoppingCriterion):
         return "(" + op.join(repr(c) for c in self.criteria) + ")"
 
 
+#: Reasons that say the computation reached its goal; they win over limits when several
+#: criteria fire at the same iteration.
+_SUCCESS = (StopReason.CONVERGED, StopReason.ZERO_RHS, StopReason.CONTRACTION)
+
+
 class Any(_Composite):
-    """Stops when any criterion fires; the first one's reason is recorded."""
+    """Stops when any criterion fires.
+
+    The recorded reason is the first success reason among those that fired
+    (``CONVERGED``, ``ZERO_RHS``, ``CONTRACTION``), else the first reason: so
+    ``MaxIterations(50) | ResidualNorm(rtol=1e-6)`` reports ``CONVERGED`` when the
+    tolerance is met exactly at iteration 50.
+    """
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        for c, m in zip(self.criteria, memory):
-            reason = c.check(state, m)
-            if reason is not None:
-                return reason
-        return None
+        fired = [r for c, m in zip(self.criteria, memory) if (r := c.check(state, m)) is not None]
+        if not fired:
+            return None
+        return next((r for r in fired if r in _SUCCESS), fired[0])
 
 
 class All(_Composite):

@@ -1,0 +1,47 @@
+"""Private helpers shared by the built-in policies: argument checks and random draws."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["check_block_size", "draw_device", "require_generator", "zero_action"]
+
+
+def check_block_size(block_size: object, name: str = "block_size") -> int:
+    """Require a positive int (bools rejected); the error names ``name``."""
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"{name} must be a positive int, got {block_size!r}")
+    return block_size
+
+
+def require_generator(generator: object, policy: object) -> torch.Generator:
+    """Require a ``torch.Generator`` for a stochastic policy.
+
+    Raises
+    ------
+    ValueError
+        If ``generator`` is ``None``: the message tells the user to pass ``generator=``.
+    TypeError
+        If ``generator`` is not a ``torch.Generator``.
+    """
+    if generator is None:
+        raise ValueError(
+            f"{policy!r} draws random actions and needs a generator: pass "
+            "generator=torch.Generator().manual_seed(...) to solve(...) / iterate(...)"
+        )
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def draw_device(generator: torch.Generator) -> torch.device:
+    """The device random numbers are drawn on (the generator's); results are moved after."""
+    return torch.device(generator.device)
+
+
+def zero_action(like: torch.Tensor) -> torch.Tensor:
+    """A zero action ``(n, 1)`` with ``like``'s dtype and device: the solver records breakdown.
+
+    Policies return it once they have nothing new to observe.
+    """
+    return like.new_zeros(like.shape[0], 1)

@@ -1,0 +1,114 @@
+"""Unit-vector actions: observe single entries of the residual (partial Cholesky)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..linops.base import LinearOperator
+from ._common import check_block_size, draw_device, require_generator, zero_action
+from .base import Policy
+
+if TYPE_CHECKING:
+    from ..solvers.state import SolverState
+
+__all__ = ["UnitVector", "UnitVectorMemory"]
+
+_ORDERS = ("sequential", "random", "pivot")
+
+
+@dataclass(frozen=True, eq=False)
+class UnitVectorMemory:
+    """Per-run memory of :class:`UnitVector`.
+
+    Attributes
+    ----------
+    chosen
+        Indices observed so far, in order, shape ``(i,)`` (``int64``, on ``A``'s device).
+    permutation
+        The random order drawn at the start, shape ``(n,)``; ``None`` unless
+        ``order="random"``.
+    """
+
+    chosen: torch.Tensor
+    permutation: torch.Tensor | None = None
+
+
+class UnitVector(Policy):
+    """Actions ``e_j``: each iteration observes ``block_size`` new coordinates.
+
+    With the inverse prior and ``x0 = 0``, after observing the index set ``I`` the
+    mean is the subset-of-data / partial-Cholesky solution ``x_I = A_II⁻¹ b_I`` (zero
+    elsewhere) and ``C_i`` is ``A_II⁻¹`` padded with zeros. Every index is used once;
+    once all ``n`` are used the policy returns a zero action and the solver stops
+    with ``StopReason.BREAKDOWN`` (the belief is exact by then).
+
+    Parameters
+    ----------
+    order
+        ``"sequential"`` (``0, 1, 2, …``), ``"random"`` (a permutation drawn once from
+        the solve's ``generator``) or ``"pivot"`` (greedy: the unused indices with
+        the largest ``|r_i|``).
+    block_size
+        Coordinates per iteration; actions have shape ``(n, block_size)`` (fewer
+        columns for the last block when ``n`` is not divisible).
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> A = torch.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    >>> b = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    >>> policy, stop = pn.policies.UnitVector(), pn.stopping.MaxIterations(1)
+    >>> belief, info = pn.ProbabilisticLinearSolver(policy, stop).solve(A, b)
+    >>> belief.mean.tolist()  # x_0 = b_0 / A_00, zero elsewhere
+    [0.25, 0.0]
+    """
+
+    def __init__(self, order: str = "sequential", block_size: int = 1) -> None:
+        if not isinstance(order, str) or order not in _ORDERS:
+            raise ValueError(f"order must be one of {_ORDERS}, got {order!r}")
+        self.order = order
+        self.block_size = check_block_size(block_size)
+
+    def initial_memory(
+        self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
+    ) -> UnitVectorMemory:
+        """No index used yet; ``order="random"`` draws its permutation here."""
+        chosen = torch.empty(0, dtype=torch.int64, device=b.device)
+        if self.order != "random":
+            return UnitVectorMemory(chosen)
+        g = require_generator(generator, self)
+        perm = torch.randperm(b.shape[0], generator=g, device=draw_device(g))
+        return UnitVectorMemory(chosen, perm.to(b.device))
+
+    def __call__(
+        self, state: SolverState, generator: torch.Generator | None
+    ) -> tuple[torch.Tensor, UnitVectorMemory]:
+        """Return ``(E, memory)`` with ``E`` of shape ``(n, k)``, ``k ≤ block_size``."""
+        memory = state.policy_memory
+        if not isinstance(memory, UnitVectorMemory):
+            raise TypeError(
+                f"{self!r} expects its UnitVectorMemory in state.policy_memory, got "
+                f"{type(memory).__name__}"
+            )
+        r = state.residual
+        n, used = r.shape[0], memory.chosen.shape[0]
+        k = min(self.block_size, n - used)
+        if k <= 0:
+            return zero_action(r), memory
+        if self.order == "sequential":
+            idx = torch.arange(used, used + k, device=r.device)
+        elif self.order == "random":
+            idx = memory.permutation[used : used + k]
+        else:
+            score = r.abs()
+            score[memory.chosen] = -1.0  # |r| ≥ 0, so used indices are never picked
+            idx = torch.topk(score, k).indices
+        E = r.new_zeros(n, k)
+        E[idx, torch.arange(k, device=r.device)] = 1.0
+        return E, UnitVectorMemory(torch.cat([memory.chosen, idx]), memory.permutation)
+
+    def __repr__(self) -> str:
+        return f"UnitVector(order={self.order!r}, block_size={self.block_size})"
