@@ -137,6 +137,15 @@ class GaussianSolutionBelief:
         Y = self.prior.sample(self.A, k, generator)
         return self.mean.unsqueeze(-1) + Y - self.V @ (self.W.mT @ Y)
 
+    def to_probnum(self, dense: bool = False):
+        """This belief as ``probnum.randvars.Normal`` (needs probnum).
+
+        See :func:`pnsolve.beliefs.probnum_interop.to_probnum`.
+        """
+        from .probnum_interop import to_probnum
+
+        return to_probnum(self, dense=dense)
+
     def _directions(self, directions: torch.Tensor) -> torch.Tensor:
         check_tensor(directions, "directions")
         n = self.mean.shape[0]

@@ -11,7 +11,8 @@ With images ``Z = A S`` (the one product per iteration) and the current factors
 Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``),
 re-conjugated once more when the first pass cancelled most of it (heavy
 cancellation leaves rounding errors of the size of the cancelled part), which
-costs no product because ``A C`` is known.
+costs no product because ``A C`` is known. Under a general prior the same two passes
+run in the ``Σ₀`` inner product on the images (``w = z − W(Vᵀz)``, ``C = Σ₀ w``).
 """
 
 from __future__ import annotations
@@ -91,30 +92,24 @@ class Conditioner:
         curvature ``Cᵀ A C`` is clearly negative under the inverse prior.
         """
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
-        V, AV = self.V.view(), self.AV.view()
-        if V.shape[1]:
-            coef = V.mT @ Z
-            C, AC = SZ - V @ coef, ASZ - AV @ coef
-            if self.shares:
-                C, AC = self._reconjugate(S, Z, C, AC, V, AV, reconjugation_threshold(self.eps))
-                Tn, Wn = C, AC
-            else:
-                Tn, Wn = S - self.T.view() @ coef, Z - self.W.view() @ coef
-        else:
-            C, AC = SZ, ASZ
-            Tn, Wn = (C, AC) if self.shares else (S, Z)
-        left, right = (C, AC) if self.shares else (Z, C)
-        G = left.mT @ right
+        # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
+        prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
+        C, AC, Tn, Wn = SZ, ASZ, S, Z
+        if self.V.view().shape[1]:
+            C, AC, Tn, Wn = self._conjugate(Z, C, AC, S, Z)
+            after = torch.linalg.vecdot(Wn, C, dim=0).abs()
+            if bool((after < reconjugation_threshold(self.eps) * prior_curv).any()):
+                C, AC, Tn, Wn = self._conjugate(Wn, C, AC, Tn, Wn)
+        elif self.shares:
+            Tn, Wn = C, AC
+        # G = Wnᵀ C: Cᵀ A C under the inverse prior, zᵀ Σ_i z in general.
+        G = Wn.mT @ C
         G = 0.5 * (G + G.mT)
-        scale = torch.linalg.vector_norm(left, dim=0) * torch.linalg.vector_norm(right, dim=0)
-        # Rounding in C and AC is relative to the action *before* the cancellation
-        # against V: measure G against the prior curvature sᵀAs (inverse prior) or
-        # zᵀΣ₀z (general), else a direction already in span(V) keeps its rounding
-        # noise as a "new" direction and corrupts the factors.
-        prior_curv = (
-            torch.linalg.vecdot(S, Z, dim=0) if self.shares else torch.linalg.vecdot(Z, SZ, dim=0)
-        )
-        scale = torch.maximum(scale, prior_curv.abs())
+        scale = torch.linalg.vector_norm(Wn, dim=0) * torch.linalg.vector_norm(C, dim=0)
+        # Rounding in C is relative to the action *before* the cancellation against V:
+        # measure G against the prior curvature too, else a direction already in span(V)
+        # keeps its rounding noise as a "new" direction and corrupts the factors.
+        scale = torch.maximum(scale, prior_curv)
         band = 10.0 * self.sqrt_n * self.eps * float(scale.max())
         lam, Q = torch.linalg.eigh(G) if G.shape[0] > 1 else (G[0], G.new_ones(1, 1))
         if self.shares and float(lam.min()) < -band:
@@ -136,12 +131,16 @@ class Conditioner:
             self.W.append(Wn @ B)
         return Update(dx=Vn @ g, dr=AVn @ g, rank_added=int(keep.sum()), products=extra)
 
-    @staticmethod
-    def _reconjugate(S, Z, C, AC, V, AV, threshold):
-        """Second A-conjugation pass after heavy cancellation (no product with A)."""
-        before = torch.linalg.vecdot(S, Z, dim=0).abs()
-        after = torch.linalg.vecdot(C, AC, dim=0).abs()
-        if bool((after < threshold * before).any()):
-            coef = V.mT @ AC
-            C, AC = C - V @ coef, AC - AV @ coef
-        return C, AC
+    def _conjugate(self, Y, C, AC, Tn, Wn):
+        """One Gram–Schmidt pass of the new direction against the observed ones.
+
+        With coefficients ``Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated images
+        ``Wn`` in the second): ``C ← C − V coef``, ``AC ← AC − AV coef`` and the same for
+        the right factor and the images. No product with ``A``.
+        """
+        V, AV = self.V.view(), self.AV.view()
+        coef = V.mT @ Y
+        C, AC = C - V @ coef, AC - AV @ coef
+        if self.shares:
+            return C, AC, C, AC
+        return C, AC, Tn - self.T.view() @ coef, Wn - self.W.view() @ coef

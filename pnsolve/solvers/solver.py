@@ -96,6 +96,7 @@ class ProbabilisticLinearSolver:
         validated when ``iterate`` is called, before the first state is produced.
         """
         A, b, x0 = self._check(A, b, x0, generator)
+        buffer = None if buffer is None else _check_buffer(buffer, A)
         return self._loop(A, b, x0, buffer, generator)
 
     def _loop(self, A, b, x0, buffer, generator) -> Iterator[SolverState]:
@@ -103,7 +104,7 @@ class ProbabilisticLinearSolver:
         with torch.no_grad():
             state = self._prior_state(run, A, b, x0, generator)
             if buffer is not None:
-                state = self._replay(run, state, buffer)
+                state = self._replay(run, state, *buffer)
             state = _replace(state, stopping_memory=self.stopping.initial_memory(state))
             while True:
                 reason = state.stop_reason or self.stopping(state)
@@ -174,7 +175,7 @@ class ProbabilisticLinearSolver:
         if x0 is None:
             x0, r = torch.zeros_like(b), b.clone()
         else:
-            x0, r, products = x0.clone(), b - A @ x0, 1
+            x0, r, products = x0.clone(), b - _observe(A, x0.unsqueeze(-1), -1).squeeze(-1), 1
         V, T, W = run.factors()
         belief = GaussianSolutionBelief(A, b, x0, self.prior, V, T, W)
         return SolverState(
@@ -216,23 +217,9 @@ class ProbabilisticLinearSolver:
             preconditioner=state.preconditioner,
         )
 
-    def _replay(self, run, state, buffer) -> SolverState:
+    def _replay(self, run, state, S, Z) -> SolverState:
         """Condition on a buffer's actions and images (no product with ``A``)."""
-        try:
-            S, Z = buffer.actions, buffer.images
-        except AttributeError:
-            raise TypeError(
-                "buffer must provide `actions` and `images` tensors (images = A @ actions), "
-                f"got {type(buffer).__name__}"
-            ) from None
         A = state.A
-        for name, t in (("buffer.actions", S), ("buffer.images", Z)):
-            if not isinstance(t, torch.Tensor) or t.ndim != 2 or t.shape[0] != A.shape[0]:
-                raise ValueError(f"{name} must be a tensor of shape ({A.shape[0]}, m)")
-            if t.dtype != A.dtype or t.device != A.device:
-                raise TypeError(f"{name} must have dtype {A.dtype} on {A.device}")
-        if S.shape != Z.shape:
-            raise ValueError("buffer.actions and buffer.images must have the same shape")
         if S.shape[1] == 0:
             return state
         update = run.condition(S, Z, state.residual, 0)
@@ -249,6 +236,7 @@ class ProbabilisticLinearSolver:
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
             products=state.products + update.products,
+            matvecs=state.matvecs + S.shape[1] * update.products,
         )
 
 
@@ -256,6 +244,26 @@ def _replace(state: SolverState, **changes: object) -> SolverState:
     from dataclasses import replace
 
     return replace(state, **changes)
+
+
+def _check_buffer(buffer: object, A: LinearOperator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(actions, images)`` of a buffer, checked against ``A``."""
+    try:
+        S, Z = buffer.actions, buffer.images
+    except AttributeError:
+        raise TypeError(
+            "buffer must provide `actions` and `images` tensors (images = A @ actions), "
+            f"got {type(buffer).__name__}"
+        ) from None
+    for name, t in (("buffer.actions", S), ("buffer.images", Z)):
+        if not isinstance(t, torch.Tensor) or t.ndim != 2 or t.shape[0] != A.shape[0]:
+            raise ValueError(f"{name} must be a tensor of shape ({A.shape[0]}, m)")
+        if t.dtype != A.dtype or t.device != A.device:
+            raise TypeError(f"{name} must have dtype {A.dtype} on {A.device}")
+        check_finite(t, name)
+    if S.shape != Z.shape:
+        raise ValueError("buffer.actions and buffer.images must have the same shape")
+    return S, Z
 
 
 def _check_actions(S: object, A: LinearOperator, iteration: int, policy: Policy) -> torch.Tensor:
@@ -273,9 +281,9 @@ def _check_actions(S: object, A: LinearOperator, iteration: int, policy: Policy)
 
 
 def _observe(A: LinearOperator, S: torch.Tensor, iteration: int) -> torch.Tensor:
+    """``A @ S``, checked finite (``iteration = -1``: the initial residual's ``A @ x0``)."""
     Z = A @ S
     if not bool(torch.isfinite(Z).all()):
-        raise ValueError(
-            f"the product A @ S at iteration {iteration} (0-based) produced NaN or Inf values"
-        )
+        what = "A @ x0" if iteration < 0 else f"A @ S at iteration {iteration} (0-based)"
+        raise ValueError(f"the product {what} produced NaN or Inf values")
     return Z

@@ -6,6 +6,7 @@ from .tolerances import (
     exact_tol,
     iterative_tol,
     krylov_tol,
+    peer_tol,
     rtol_for,
     statistical_threshold,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "exact_tol",
     "iterative_tol",
     "krylov_tol",
+    "peer_tol",
     "rhs",
     "rtol_for",
     "spd_matrices",
