@@ -106,8 +106,7 @@ class GaussianSolutionBelief:
             under the inverse prior.
         """
         U = self._directions(directions)
-        out = self.prior.variance(self.A, U) - ((self.V.mT @ U) ** 2).sum(0)
-        out = out.clamp_min(0.0)
+        out = (self.prior.variance(self.A, U) - self.downdate_variance(U)).clamp_min(0.0)
         return out.squeeze(0) if directions.ndim == 1 else out
 
     def diagonal(self) -> torch.Tensor:

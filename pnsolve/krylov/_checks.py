@@ -13,6 +13,7 @@ from ..linops.conversion import as_linop
 
 __all__ = [
     "as_operand",
+    "as_preconditioner",
     "as_square_operator",
     "check_nonnegative",
     "check_optional_count",
@@ -68,6 +69,19 @@ def as_operand(
     check_same_device(x, op.device, name, "the operator")
     check_finite(x, name)
     return x
+
+
+def as_preconditioner(M: object, A: LinearOperator) -> LinearOperator | None:
+    """``None`` or ``M`` as an operator matching ``A`` in shape, dtype and device."""
+    if M is None:
+        return None
+    M = as_square_operator(M, "M", symmetric=False)
+    if M.shape != A.shape or M.dtype != A.dtype or M.device != A.device:
+        raise ValueError(
+            f"M must match A (shape {A.shape}, {A.dtype}, {A.device}); got shape "
+            f"{M.shape}, {M.dtype}, {M.device}"
+        )
+    return M
 
 
 def check_nonnegative(value: object, name: str) -> float:

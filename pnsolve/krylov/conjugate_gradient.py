@@ -11,7 +11,13 @@ import torch
 from ..errors import NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 from ..solvers.stop_reason import StopReason
-from ._checks import as_operand, as_square_operator, check_nonnegative, check_optional_count
+from ._checks import (
+    as_operand,
+    as_preconditioner,
+    as_square_operator,
+    check_nonnegative,
+    check_optional_count,
+)
 from .cg_info import CGInfo
 
 __all__ = ["cg"]
@@ -115,13 +121,7 @@ def cg(
     rtol = check_nonnegative(rtol, "rtol")
     atol = check_nonnegative(atol, "atol")
     maxiter = check_optional_count(maxiter, "maxiter", 10 * A.shape[0])
-    if M is not None:
-        M = as_square_operator(M, "M", symmetric=False)
-        if M.shape != A.shape or M.dtype != A.dtype or M.device != A.device:
-            raise ValueError(
-                f"M must match A (shape {A.shape}, {A.dtype}, {A.device}); got shape "
-                f"{M.shape}, {M.dtype}, {M.device}"
-            )
+    M = as_preconditioner(M, A)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     vector = b.ndim == 1

@@ -9,6 +9,7 @@ import torch
 
 from ..krylov._checks import (
     as_operand,
+    as_preconditioner,
     as_square_operator,
     check_nonnegative,
     check_optional_count,
@@ -156,13 +157,7 @@ def validate_ulisse_arguments(A, b, x0, alpha, beta, generator, maxiter, M):
     if beta == 0:
         raise ValueError("beta must be positive (beta = 0 never truncates), got 0")
     maxiter = check_optional_count(maxiter, "maxiter", 10 * A.shape[0])
-    if M is not None:
-        M = as_square_operator(M, "M", symmetric=False)
-        if M.shape != A.shape or M.dtype != A.dtype or M.device != A.device:
-            raise ValueError(
-                f"M must match A (shape {A.shape}, {A.dtype}, {A.device}); got shape "
-                f"{M.shape}, {M.dtype}, {M.device}"
-            )
+    M = as_preconditioner(M, A)
     return A, b, x0, alpha, beta, maxiter, M
 
 
