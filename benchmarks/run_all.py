@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = ["bench_cg.py", "bench_kernel_matrix.py"]
+SCRIPTS = ["bench_cg.py", "bench_kernel_matrix.py", "bench_pls.py", "bench_ulisse.py"]
 
 
 def main() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -21,7 +22,7 @@ def inv_softplus(y: torch.Tensor) -> torch.Tensor:
     return y + torch.log(-torch.expm1(-y))
 
 
-class StationaryKernel(nn.Module):
+class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     """Base class of stationary kernels with softplus-positive hyperparameters.
 
     ``k(x, x') = outputscale · κ(r²)`` with ``r² = Σ_j (x_j − x'_j)² / ℓ_j²``. Subclasses
@@ -119,21 +120,22 @@ class StationaryKernel(nn.Module):
         """The output scale cast to ``X``'s dtype and device (0-d, differentiable)."""
         return self.outputscale.to(dtype=X.dtype, device=X.device)
 
+    @abc.abstractmethod
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
         """Differentiable ``κ(r²)`` (the kernel without outputscale) on scaled squared distances."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
         """In place ``s ← κ(s / tile_factor)`` on a tile of ``s = tile_factor · r²`` (no autograd).
 
         ``work`` is a scratch tensor of the same shape when :attr:`tile_needs_work`.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def keops_profile(self, d2: Any) -> Any:
         """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def sample_spectral_base(
         self,
         num_features: int,
@@ -147,7 +149,6 @@ class StationaryKernel(nn.Module):
 
         The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
         """
-        raise NotImplementedError
 
     # ----------------------------------------------------------------- public
     def check_inputs(
