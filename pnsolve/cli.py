@@ -22,7 +22,9 @@ def _build_parser() -> argparse.ArgumentParser:
         help="CG with and without preconditioning vs Cholesky on a real kernel system",
         description=(
             "Build K̂ = K + σ²I (Matérn-3/2) on a UCI training set, solve it with CG, "
-            "preconditioned CG and Cholesky, print a table and write a convergence plot."
+            "preconditioned CG and Cholesky, print a table and write a convergence plot; "
+            "then compare probabilistic-solver policies (error vs reported uncertainty) on a "
+            "subset and write a trade-off plot."
         ),
     )
     demo.add_argument("--dataset", default="concrete", help="UCI dataset (default: concrete)")
@@ -35,6 +37,12 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rank", type=int, default=100, help="preconditioner rank")
     demo.add_argument("--rtol", type=float, default=1e-8, help="CG relative tolerance")
     demo.add_argument("--backend", default="auto", choices=["auto", "dense", "chunked", "keops"])
+    demo.add_argument(
+        "--pls-subset",
+        type=int,
+        default=400,
+        help="points for the probabilistic-solver error/uncertainty table (0: skip)",
+    )
 
     bench = sub.add_parser(
         "bench",
@@ -67,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rtol=args.rtol,
                 backend=args.backend,
                 data_dir=args.data_dir,
+                pls_subset=args.pls_subset,
             )
             return 0
         if args.command == "bench":

@@ -8,7 +8,10 @@ package, solves K̂ x = y with
 3. a dense Cholesky factorisation (the reference),
 
 prints a table (iterations, relative residual, error against Cholesky, time) and
-writes a convergence plot.
+writes a convergence plot. Then, on a subset of a few hundred points, it runs the
+probabilistic linear solver with several policies and prints, at a few iteration
+counts, the error against Cholesky next to the uncertainty the belief reports
+(:mod:`pnsolve.demo_tradeoff`; plot ``tradeoff.png``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def run_demo(
     rtol: float = 1e-8,
     backend: str = "auto",
     data_dir: str | None = None,
+    pls_subset: int = 400,
+    pls_checkpoints: tuple[int, ...] = (10, 50, 200),
     echo=print,
 ) -> tuple[list[DemoRow], Path]:
     """Run the demo and return its table rows and the path of the plot.
@@ -54,7 +59,7 @@ def run_demo(
     dataset, split, data_dir
         UCI dataset (see :func:`pnsolve.datasets.load_uci`).
     out
-        Output folder for ``convergence.png``.
+        Output folder for ``convergence.png`` and ``tradeoff.png``.
     lengthscale, outputscale, noise
         Matérn-3/2 hyperparameters and noise variance σ² (inputs standardised).
     rank
@@ -63,11 +68,17 @@ def run_demo(
         CG tolerance on ‖r‖ / ‖y‖.
     backend
         KernelMatrix backend.
+    pls_subset
+        Training points (the first ones) for the policy trade-off table; ``0`` skips it.
+    pls_checkpoints
+        Iteration counts reported in the trade-off table.
     echo
         Where text output goes.
     """
     import pnsolve as pn
 
+    if isinstance(pls_subset, bool) or not isinstance(pls_subset, int) or pls_subset < 0:
+        raise ValueError(f"pls_subset must be a non-negative int, got {pls_subset!r}")
     ds = pn.datasets.load_uci(dataset, split=split, data_dir=data_dir)
     X, y = ds.X_train, ds.y_train
     n = X.shape[0]
@@ -116,6 +127,21 @@ def run_demo(
         reference=rtol,
     )
     echo(f"wrote {path}")
+    if pls_subset > 0:
+        from .demo_tradeoff import run_tradeoff
+
+        m = min(pls_subset, n)
+        echo("")
+        run_tradeoff(
+            X[:m],
+            y[:m],
+            kernel,
+            noise,
+            checkpoints=pls_checkpoints,
+            out=out,
+            title=f"PLS on K̂ x = y ({dataset}, first {m} points): error vs sqrt(tr Σ_i)",
+            echo=echo,
+        )
     return rows, path
 
 

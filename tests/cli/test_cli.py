@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,47 @@ def test_console_script_entry_point() -> None:
         [sys.executable, "-m", "pnsolve.cli", "--help"], capture_output=True, text=True
     )
     assert r.returncode == 0 and "demo" in r.stdout
+
+
+def test_demo_prints_tradeoff_table_and_writes_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    rc = main(["demo", "--out", str(tmp_path), "--rank", "50", "--pls-subset", "200"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "Probabilistic linear solver" in out
+    assert "rel. error vs Cholesky" in out and "reported uncertainty" in out
+    for policy in ("CG", "UnitVector (pivot)", "UnitVector (random)", "Random (gaussian)"):
+        assert policy in out
+    png = tmp_path / "tradeoff.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in out
+
+
+def test_tradeoff_rows_are_consistent(tmp_path: Path) -> None:
+    import pnsolve as pn
+    from pnsolve.demo_tradeoff import run_tradeoff
+
+    ds = pn.datasets.load_uci("concrete", split=0)
+    X, y = ds.X_train[:150], ds.y_train[:150]
+    kernel = pn.kernels.Matern(nu=1.5, lengthscale=2.0, outputscale=1.0)
+    rows, path = run_tradeoff(
+        X, y, kernel, 1e-2, checkpoints=(5, 60, 500), out=tmp_path, echo=lambda *_: None
+    )
+    assert path.exists()
+    by_policy: dict[str, list] = {}
+    for r in rows:
+        by_policy.setdefault(r.policy, []).append(r)
+    assert len(by_policy) == 4 and all(len(v) == 3 for v in by_policy.values())
+    for rs in by_policy.values():
+        assert [r.iterations for r in rs][:2] == [5, 60] and rs[2].iterations <= 150
+        unc = [r.relative_uncertainty for r in rs]
+        assert all(a >= b - 1e-12 for a, b in itertools.pairwise(unc))  # never increases
+    # CG adapts to y: far more accurate than data-independent actions at 60 iterations.
+    cg, rnd = by_policy["CG"][1], by_policy["Random (gaussian)"][1]
+    assert cg.relative_error < 1e-2 < rnd.relative_error
+
+
+def test_demo_rejects_negative_pls_subset(capsys: pytest.CaptureFixture) -> None:
+    rc = main(["demo", "--pls-subset", "-1"])
+    assert rc == 1 and "pls_subset" in capsys.readouterr().err
