@@ -8,17 +8,20 @@ __all__ = ["ColumnBuffer"]
 
 
 class ColumnBuffer:
-    """Append-only ``(n, capacity)`` storage whose prefixes are handed out as views.
+    """Append-only storage of ``n``-vectors whose prefixes are handed out as ``(n, i)`` views.
 
     A solver appends a few columns per iteration; beliefs hold ``view()`` of the first
     ``i`` columns. Appending writes only beyond ``i`` (or into new storage when the
     capacity doubles), so views held by earlier, frozen solver states never change.
-    Amortised cost per appended column: ``O(n)``.
+
+    The columns are stored as contiguous rows of a ``(capacity, n)`` tensor: appending
+    is a contiguous copy, and products ``Vᵀ z`` / ``V c`` with the ``(n, i)`` view are
+    row-major matrix-vector products. Amortised cost per appended column: ``O(n)``.
 
     Parameters
     ----------
     n
-        Number of rows.
+        Length of the columns.
     dtype, device
         Of the storage.
     capacity
@@ -28,7 +31,7 @@ class ColumnBuffer:
     def __init__(
         self, n: int, dtype: torch.dtype, device: torch.device, capacity: int = 16
     ) -> None:
-        self._data = torch.empty(n, max(1, capacity), dtype=dtype, device=device)
+        self._data = torch.empty(max(1, capacity), n, dtype=dtype, device=device)
         self._size = 0
 
     @classmethod
@@ -44,18 +47,19 @@ class ColumnBuffer:
     def append(self, columns: torch.Tensor) -> None:
         """Append ``columns`` of shape ``(n, m)``."""
         m = columns.shape[1]
-        if self._size + m > self._data.shape[1]:
+        if self._size + m > self._data.shape[0]:
             grown = torch.empty(
-                self._data.shape[0],
-                max(2 * self._data.shape[1], self._size + m),
+                max(2 * self._data.shape[0], self._size + m),
+                self._data.shape[1],
                 dtype=self._data.dtype,
                 device=self._data.device,
             )
-            grown[:, : self._size] = self._data[:, : self._size]
+            grown[: self._size] = self._data[: self._size]
             self._data = grown
-        self._data[:, self._size : self._size + m] = columns
+        for j in range(m):  # row copies: contiguous, several times faster than a strided block
+            self._data[self._size + j].copy_(columns[:, j])
         self._size += m
 
     def view(self) -> torch.Tensor:
         """The stored columns, shape ``(n, len(self))`` (a view, never copied)."""
-        return self._data[:, : self._size]
+        return self._data[: self._size].mT

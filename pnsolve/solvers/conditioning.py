@@ -27,7 +27,7 @@ from ..beliefs.priors import Prior
 from ..errors import NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 
-__all__ = ["Conditioner", "Update"]
+__all__ = ["Conditioner", "NonFiniteObservation", "Update"]
 
 
 #: Re-conjugate when the first pass leaves less than ``reconjugation_threshold(eps)`` of the
@@ -41,6 +41,10 @@ __all__ = ["Conditioner", "Update"]
 def reconjugation_threshold(eps: float) -> float:
     """Squared A-norm ratio below which the action is conjugated a second time."""
     return math.sqrt(eps)
+
+
+class NonFiniteObservation(ValueError):
+    """The action or its image holds NaN/Inf (seen through the curvature ``zᵀ Σ₀ z``)."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +98,15 @@ class Conditioner:
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
+        if not bool(torch.isfinite(prior_curv).all()):
+            raise NonFiniteObservation(f"non-finite action or image at iteration {iteration}")
         C, AC, Tn, Wn = SZ, ASZ, S, Z
         if self.V.view().shape[1]:
-            C, AC, Tn, Wn = self._conjugate(Z, C, AC, S, Z)
+            scale = prior_curv.sqrt()
+            C, AC, Tn, Wn = self._conjugate(Z, C, AC, S, Z, scale)
             after = torch.linalg.vecdot(Wn, C, dim=0).abs()
             if bool((after < reconjugation_threshold(self.eps) * prior_curv).any()):
-                C, AC, Tn, Wn = self._conjugate(Wn, C, AC, Tn, Wn)
+                C, AC, Tn, Wn = self._conjugate(Wn, C, AC, Tn, Wn, scale)
         elif self.shares:
             Tn, Wn = C, AC
         # G = Wnᵀ C: Cᵀ A C under the inverse prior, zᵀ Σ_i z in general.
@@ -131,16 +138,35 @@ class Conditioner:
             self.W.append(Wn @ B)
         return Update(dx=Vn @ g, dr=AVn @ g, rank_added=int(keep.sum()), products=extra)
 
-    def _conjugate(self, Y, C, AC, Tn, Wn):
+    def _conjugate(self, Y, C, AC, Tn, Wn, scale):
         """One Gram–Schmidt pass of the new direction against the observed ones.
 
-        With coefficients ``Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated images
-        ``Wn`` in the second): ``C ← C − V coef``, ``AC ← AC − AV coef`` and the same for
-        the right factor and the images. No product with ``A``.
+        With coefficients ``coef = Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated
+        images ``Wn`` in the second): ``C ← C − V coef``, ``AC ← AC − AV coef`` and the
+        same for the right factor and the images. No product with ``A``.
+
+        The observed directions are orthonormal in the metric of the update, so the
+        term ``V_j coef_j`` changes ``C`` by ``|coef_j|`` in that norm; terms below
+        ``eps · scale`` (``scale`` = the action's norm in that metric, per column) are
+        rounding noise and skipped. For CG's search directions (conjugate in exact
+        arithmetic) that leaves a few terms, so the update reads ``V`` once instead of
+        three times.
         """
         V, AV = self.V.view(), self.AV.view()
         coef = V.mT @ Y
+        rows = (coef.abs() > self.eps * scale).any(dim=1)
+        k = int(rows.sum())
+        if k == 0:
+            return C, AC, Tn, Wn
+        if 4 * k < coef.shape[0]:
+            idx = rows.nonzero().squeeze(1)
+            coef, V, AV = coef[idx], V[:, idx], AV[:, idx]
+            T = None if self.shares else self.T.view()[:, idx]
+            W = None if self.shares else self.W.view()[:, idx]
+        else:
+            T = None if self.shares else self.T.view()
+            W = None if self.shares else self.W.view()
         C, AC = C - V @ coef, AC - AV @ coef
         if self.shares:
             return C, AC, C, AC
-        return C, AC, Tn - self.T.view() @ coef, Wn - self.W.view() @ coef
+        return C, AC, Tn - T @ coef, Wn - W @ coef

@@ -14,7 +14,7 @@ from ..linops.base import LinearOperator
 from ..linops.conversion import as_linop
 from ..policies.base import Policy
 from ..stopping.base import StoppingCriterion
-from .conditioning import Conditioner
+from .conditioning import Conditioner, NonFiniteObservation
 from .state import SolveInfo, SolverState
 from .stop_reason import StopReason
 
@@ -191,7 +191,10 @@ class ProbabilisticLinearSolver:
         )
 
     def _update(self, run, state, S, Z, memory) -> SolverState:
-        update = run.condition(S, Z, state.residual, state.iteration)
+        try:
+            update = run.condition(S, Z, state.residual, state.iteration)
+        except NonFiniteObservation:
+            raise _non_finite(S, self.policy, state.iteration) from None
         if update is None:
             return _replace(
                 state,
@@ -277,13 +280,28 @@ def _check_actions(S: object, A: LinearOperator, iteration: int, policy: Policy)
         raise ValueError(f"{where} must have shape ({n},) or ({n}, m), got {tuple(S.shape)}")
     if S.dtype != A.dtype or S.device != A.device:
         raise TypeError(f"{where} has dtype {S.dtype} on {S.device}; A has {A.dtype} on {A.device}")
-    return check_finite(S, where)
+    return S
 
 
 def _observe(A: LinearOperator, S: torch.Tensor, iteration: int) -> torch.Tensor:
-    """``A @ S``, checked finite (``iteration = -1``: the initial residual's ``A @ x0``)."""
+    """``A @ S``; the initial ``A @ x0`` (``iteration = -1``) is checked finite here.
+
+    Products inside the loop are checked through the curvature ``sᵀ A s`` that the
+    belief update computes anyway (no extra pass); see :func:`_non_finite`.
+    """
     Z = A @ S
-    if not bool(torch.isfinite(Z).all()):
-        what = "A @ x0" if iteration < 0 else f"A @ S at iteration {iteration} (0-based)"
-        raise ValueError(f"the product {what} produced NaN or Inf values")
+    if iteration < 0 and not bool(torch.isfinite(Z).all()):
+        raise ValueError("the product A @ x0 produced NaN or Inf values")
     return Z
+
+
+def _non_finite(S: torch.Tensor, policy: Policy, iteration: int) -> ValueError:
+    """Name the culprit once the update has seen a non-finite action or product."""
+    if not bool(torch.isfinite(S).all()):
+        return ValueError(
+            f"the action of {type(policy).__name__} at iteration {iteration} contains NaN "
+            "or Inf values"
+        )
+    return ValueError(
+        f"the product A @ S at iteration {iteration} (0-based) produced NaN or Inf values"
+    )

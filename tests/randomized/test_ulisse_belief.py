@@ -18,9 +18,7 @@ def test_belief_is_the_cg_state_at_truncation():
     p = _system()
     g = torch.Generator().manual_seed(3)
     alpha = 1e-2 * float(torch.linalg.vector_norm(p.b))
-    belief, _, info = pn.randomized.ulisse_belief(
-        p.A, p.b, alpha=alpha, beta=0.5, generator=g
-    )
+    belief, _, info = pn.randomized.ulisse_belief(p.A, p.b, alpha=alpha, beta=0.5, generator=g)
     J = info.iterations
     assert J == belief.rank and J >= info.threshold_iterations
     x_cg, _ = pn.cg(p.A, p.b, rtol=0.0, maxiter=J)
