@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from ._text import format_table
+
 __all__ = ["DemoRow", "run_demo"]
 
 
@@ -157,8 +159,4 @@ def _format_table(rows: list[DemoRow]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    return "\n".join(lines)
+    return format_table(header, body)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from ._text import format_table
+
 __all__ = ["TradeoffRow", "default_policies", "run_tradeoff"]
 
 
@@ -138,8 +140,4 @@ def format_tradeoff_table(rows: Sequence[TradeoffRow]) -> str:
         (r.policy, str(r.iterations), f"{r.relative_error:.2e}", f"{r.relative_uncertainty:.2e}")
         for r in rows
     ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    return "\n".join(lines)
+    return format_table(header, body)

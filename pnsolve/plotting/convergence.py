@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+from ._figure import new_figure, save_figure
+
 __all__ = ["plot_convergence"]
 
 
@@ -37,14 +39,7 @@ def plot_convergence(
     pathlib.Path
         The written file.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    fig, ax, path = new_figure(path, (6.4, 4.0))
     for label, h in histories.items():
         h = h.detach().cpu()
         if h.ndim == 1:
@@ -58,7 +53,4 @@ def plot_convergence(
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import torch
 
+from ._figure import new_figure, save_figure
+
 __all__ = ["plot_tradeoff"]
 
 
@@ -37,14 +39,7 @@ def plot_tradeoff(
     pathlib.Path
         The written file.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=120)
+    fig, ax, path = new_figure(path, (7.0, 4.2))
     for k, (label, e) in enumerate(errors.items()):
         color = f"C{k % 10}"
         ax.semilogy(e.detach().cpu().numpy(), color=color, label=f"{label}: error")
@@ -56,7 +51,4 @@ def plot_tradeoff(
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
