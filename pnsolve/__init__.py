@@ -7,6 +7,7 @@ what the finite computation left unknown.
 from . import (
     beliefs,
     datasets,
+    gp,
     kernels,
     krylov,
     linops,
@@ -43,6 +44,7 @@ __all__ = [
     "beliefs",
     "cg",
     "datasets",
+    "gp",
     "kernels",
     "krylov",
     "lanczos",

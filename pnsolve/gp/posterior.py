@@ -1,0 +1,89 @@
+"""Gaussian posteriors over function values at test inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .._validation import check_generator
+
+__all__ = ["GaussianPosterior"]
+
+
+class GaussianPosterior:
+    """``f(Xs) ~ N(mean, cov)`` at ``t`` test inputs.
+
+    Built by :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP`; users read it.
+
+    Attributes
+    ----------
+    mean
+        Posterior mean, shape ``(t,)``.
+    var
+        Marginal variances, shape ``(t,)``: for IterGP the *combined* variance
+        (mathematical + computational).
+
+    Notes
+    -----
+    :attr:`math_var` and :attr:`comp_var` are computed on first access: for an
+    iterative GP the split needs exact solves with ``K̂`` (one per test point, batched),
+    so it is meant for analysis, not for the fast path.
+    """
+
+    def __init__(
+        self,
+        mean: torch.Tensor,
+        var: torch.Tensor,
+        cov: Callable[[], torch.Tensor],
+        math_var: Callable[[], torch.Tensor] | None = None,
+    ) -> None:
+        self.mean = mean
+        self.var = var
+        self._cov = cov
+        self._math_var_fn = math_var
+        self._math_var: torch.Tensor | None = None
+
+    @property
+    def math_var(self) -> torch.Tensor:
+        """Mathematical (exact-GP) variance, shape ``(t,)``; computed on first access."""
+        if self._math_var_fn is None:
+            return self.var
+        if self._math_var is None:
+            self._math_var = self._math_var_fn()
+        return self._math_var
+
+    @property
+    def comp_var(self) -> torch.Tensor:
+        """Computational variance ``var − math_var ≥ 0``, shape ``(t,)``."""
+        return self.var - self.math_var
+
+    @property
+    def std(self) -> torch.Tensor:
+        """``sqrt(var)``, shape ``(t,)``."""
+        return self.var.clamp_min(0.0).sqrt()
+
+    def cov(self) -> torch.Tensor:
+        """The full ``(t, t)`` covariance (forms ``t²`` entries: for small ``t``)."""
+        return self._cov()
+
+    def sample(self, s: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``s`` joint draws at the test inputs, shape ``(t, s)`` (Cholesky of :meth:`cov`).
+
+        A jitter of ``√eps`` times the mean variance is added if the covariance is
+        numerically semi-definite.
+        """
+        check_generator(generator)
+        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
+            raise ValueError(f"s must be a positive int, got {s!r}")
+        C = self.cov()
+        C = 0.5 * (C + C.mT)
+        L, info = torch.linalg.cholesky_ex(C)
+        if int(info) != 0:
+            jitter = torch.finfo(C.dtype).eps ** 0.5 * float(C.diagonal().mean().clamp_min(1e-300))
+            L = torch.linalg.cholesky(C + jitter * torch.eye(C.shape[0], dtype=C.dtype))
+        Z = torch.randn(C.shape[0], s, generator=generator, dtype=C.dtype, device=C.device)
+        return self.mean.unsqueeze(-1) + L @ Z
+
+    def __repr__(self) -> str:
+        return f"GaussianPosterior(t={self.mean.shape[0]}, dtype={self.mean.dtype})"
