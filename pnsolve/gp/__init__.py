@@ -7,7 +7,15 @@ function samples from one batched solve).
 
 from .exact import ExactGP
 from .itergp import IterGP
+from .love import LoveCache
 from .pathwise import PathwiseSamples, sample_posterior
 from .posterior import GaussianPosterior
 
-__all__ = ["ExactGP", "GaussianPosterior", "IterGP", "PathwiseSamples", "sample_posterior"]
+__all__ = [
+    "ExactGP",
+    "GaussianPosterior",
+    "IterGP",
+    "LoveCache",
+    "PathwiseSamples",
+    "sample_posterior",
+]

@@ -8,6 +8,7 @@ import torch
 
 from ..kernels.base import StationaryKernel
 from ._checks import check_inputs, check_noise, check_targets
+from .love import love_cache_for
 from .posterior import GaussianPosterior
 
 __all__ = ["ExactGP"]
@@ -83,7 +84,13 @@ class ExactGP:
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
 
-    def posterior(self, Xs: torch.Tensor, method: str = "exact") -> GaussianPosterior:
+    def posterior(
+        self,
+        Xs: torch.Tensor,
+        method: str = "exact",
+        rank: int = 50,
+        probe: torch.Tensor | None = None,
+    ) -> GaussianPosterior:
         """The posterior of ``f`` at test inputs ``Xs`` of shape ``(t, d)``.
 
         Parameters
@@ -91,7 +98,14 @@ class ExactGP:
         Xs
             Test inputs, shape ``(t, d)``.
         method
-            ``"exact"`` (Cholesky solves).
+            ``"exact"`` (Cholesky solves) or ``"love"`` (variances from a
+            :class:`~pnsolve.gp.LoveCache` of ``K̂``; ``math_var`` is then the exact
+            variance and ``comp_var`` LOVE's computational uncertainty, both ``≥ 0``).
+        rank
+            Lanczos steps for ``method="love"``.
+        probe
+            Lanczos probe for ``method="love"``, shape ``(n,)``; default: ``k(X, Xs)``
+            averaged over the test points. The cache is kept as ``self.love_cache``.
 
         Returns
         -------
@@ -99,12 +113,14 @@ class ExactGP:
             ``mean`` ``(t,)``, ``var`` ``(t,)``, ``cov()`` ``(t, t)``, ``sample(...)``.
         """
         self._require_fit()
-        if method != "exact":
-            raise ValueError(f"method must be 'exact', got {method!r}")
+        if method not in ("exact", "love"):
+            raise ValueError(f"method must be 'exact' or 'love', got {method!r}")
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
         with torch.no_grad():
             Kxs = self.kernel(Xs, self.X)  # (t, n)
             mean = self.mean + Kxs @ self.weights
+            if method == "love":
+                return self._love_posterior(Xs, Kxs, mean, rank, probe)
             W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)  # (n, t)
             var = self.kernel.diag(Xs) - (W * W).sum(0)
 
@@ -113,6 +129,33 @@ class ExactGP:
                 return self.kernel(Xs) - W.mT @ W
 
         return GaussianPosterior(mean, var, cov)
+
+    def _love_posterior(
+        self,
+        Xs: torch.Tensor,
+        Kxs: torch.Tensor,
+        mean: torch.Tensor,
+        rank: int,
+        probe: torch.Tensor | None,
+    ) -> GaussianPosterior:
+        """LOVE variances (``Kxs``: ``(t, n)``); ``math_var`` from the Cholesky factor."""
+        n = self.X.shape[0]
+        A = self.kernel(self.X) + self.noise * torch.eye(n, dtype=Xs.dtype, device=Xs.device)
+        cache = love_cache_for(A, Kxs.mT, rank, probe)
+        self.love_cache = cache
+        P = cache.project(Kxs.mT)  # (k, t)
+        var = cache.variance(Kxs.mT, self.kernel.diag(Xs))
+
+        def cov() -> torch.Tensor:
+            with torch.no_grad():
+                return self.kernel(Xs) - P.mT @ P
+
+        def math_var() -> torch.Tensor:
+            with torch.no_grad():
+                W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)
+                return self.kernel.diag(Xs) - (W * W).sum(0)
+
+        return GaussianPosterior(mean, var, cov, math_var)
 
     def log_marginal_likelihood(
         self, X: torch.Tensor | None = None, y: torch.Tensor | None = None

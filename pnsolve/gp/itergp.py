@@ -17,6 +17,7 @@ from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_noise, check_targets
+from .love import love_cache_for
 from .posterior import GaussianPosterior
 
 __all__ = ["IterGP"]
@@ -140,8 +141,29 @@ class IterGP:
             )
 
     # ---------------------------------------------------------------- prediction
-    def posterior(self, Xs: torch.Tensor) -> GaussianPosterior:
+    def posterior(
+        self,
+        Xs: torch.Tensor,
+        method: str = "belief",
+        rank: int = 50,
+        probe: torch.Tensor | None = None,
+    ) -> GaussianPosterior:
         """Posterior at test inputs ``Xs`` of shape ``(t, d)``.
+
+        Parameters
+        ----------
+        Xs
+            Test inputs, shape ``(t, d)``.
+        method
+            ``"belief"`` (default: covariance from the solver's belief ``C_i``) or
+            ``"love"`` (mean from the belief, variances from a
+            :class:`~pnsolve.gp.LoveCache` of ``K̂ = self.A``, kept as
+            ``self.love_cache``).
+        rank
+            Lanczos steps for ``method="love"``.
+        probe
+            Lanczos probe for ``method="love"``, shape ``(n,)``; default: ``k(X, Xs)``
+            averaged over the test points.
 
         Returns
         -------
@@ -151,17 +173,31 @@ class IterGP:
         """
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
+        if method not in ("belief", "love"):
+            raise ValueError(f"method must be 'belief' or 'love', got {method!r}")
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
-        return self._posterior(Xs, self.belief)
+        return self._posterior(Xs, self.belief, love=(rank, probe) if method == "love" else None)
 
-    def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
+    def _posterior(
+        self,
+        Xs: torch.Tensor,
+        belief: GaussianSolutionBelief,
+        love: tuple[int, torch.Tensor | None] | None = None,
+    ) -> GaussianPosterior:
         with torch.no_grad():
             cross = KernelMatrix(self.kernel, Xs, self.X, backend=self.backend)  # (t, n)
             V = belief.V
+            if love is not None:  # LOVE: K̂⁻¹ ≈ R Rᵀ replaces C_i in the covariance
+                KXs = cross.to_dense().mT  # (n, t)
+                self.love_cache = love_cache_for(self.A, KXs, *love)
+                V = self.love_cache.R
             KV = cross @ torch.cat([belief.mean.unsqueeze(-1), V], dim=1)  # (t, 1 + i)
             mean = self.mean + KV[:, 0]
             KV = KV[:, 1:]
-            var = self.kernel.diag(Xs) - (KV * KV).sum(1)
+            if love is not None:
+                var = self.love_cache.variance(KXs, self.kernel.diag(Xs))
+            else:
+                var = self.kernel.diag(Xs) - (KV * KV).sum(1)
 
         def cov() -> torch.Tensor:
             with torch.no_grad():

@@ -1,0 +1,251 @@
+"""LOVE: Lanczos variance estimates (Pleiss et al., 2018) as a solver belief.
+
+Lanczos on ``K̂`` from a probe vector ``b`` gives ``K̂ Q = Q T + β q_{k+1} e_kᵀ`` and the
+inverse approximation ``K̂⁻¹ ≈ Q T⁻¹ Qᵀ = R Rᵀ`` with ``R = Q L_T⁻ᵀ`` (``T = L_T L_Tᵀ``).
+Predictive variances are ``k(x, x) − ‖Rᵀ k(X, x)‖²``.
+
+``Q T⁻¹ Qᵀ = S (Sᵀ K̂ S)⁻¹ Sᵀ`` for any basis ``S`` of the Krylov space
+``K_k(K̂, b)``: it is the inverse approximation ``C_k`` of the probabilistic linear
+solver with the inverse prior after ``k`` CG steps on ``K̂ x = b``. So the cache *is* a
+belief (:meth:`LoveCache.belief`), ``C_k ≼ K̂⁻¹``, and LOVE's variances are never below
+the exact GP's: the difference is LOVE's computational uncertainty (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..beliefs.gaussian_solution import GaussianSolutionBelief
+from ..beliefs.priors import InversePrior
+from ..krylov._checks import as_operand, as_square_operator
+from ..krylov.lanczos_process import lanczos
+from ..linops.base import LinearOperator
+from ..linops.low_rank import LowRank
+
+__all__ = ["LoveCache"]
+
+
+def check_rank(rank: object) -> int:
+    """``rank`` as a positive int (``TypeError``/``ValueError`` otherwise)."""
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise TypeError(f"rank must be an int, got {type(rank).__name__}")
+    if rank < 1:
+        raise ValueError(f"rank must be at least 1, got {rank}")
+    return rank
+
+
+@dataclass(frozen=True, eq=False)
+class LoveCache:
+    """The LOVE cache ``K̂⁻¹ ≈ Q T⁻¹ Qᵀ = R Rᵀ`` of a symmetric positive definite ``K̂``.
+
+    Build it with :meth:`build`; never mutated.
+
+    Attributes
+    ----------
+    A
+        The operator ``K̂``, shape ``(n, n)``.
+    probe
+        The Lanczos starting vector ``b``, shape ``(n,)``.
+    Q
+        Orthonormal Lanczos basis of ``K_k(K̂, b)``, shape ``(n, k)``.
+    T
+        Tridiagonal ``Qᵀ K̂ Q``, shape ``(k, k)``.
+    L_T
+        Lower Cholesky factor of ``T``, shape ``(k, k)``.
+    R
+        Root ``Q L_T⁻ᵀ``, shape ``(n, k)``: ``R Rᵀ = Q T⁻¹ Qᵀ``, ``Rᵀ K̂ R = I``.
+    beta_next
+        0-d tensor ``β_k`` of the Lanczos relation ``K̂ Q = Q T + β_k q_{k+1} e_kᵀ``.
+    q_next
+        The next Lanczos vector ``q_{k+1}``, shape ``(n,)`` (zero when the Krylov
+        space became invariant or ``k = n``; then ``K̂ Q = Q T`` to working precision).
+    breakdown
+        Whether Lanczos found an invariant subspace (``k`` may be below the requested
+        rank). Not an error: then ``Q T⁻¹ Qᵀ b = K̂⁻¹ b`` exactly.
+    """
+
+    A: LinearOperator
+    probe: torch.Tensor
+    Q: torch.Tensor
+    T: torch.Tensor
+    L_T: torch.Tensor
+    R: torch.Tensor
+    beta_next: torch.Tensor
+    q_next: torch.Tensor
+    breakdown: bool
+
+    @classmethod
+    def build(cls, A: object, probe: object, rank: int) -> LoveCache:
+        """Run Lanczos with full reorthogonalisation on ``A`` from ``probe``.
+
+        Parameters
+        ----------
+        A
+            Symmetric positive definite operator, shape ``(n, n)`` (anything
+            :func:`pnsolve.linops.as_linop` accepts), e.g. ``K + σ² I`` or a
+            heteroscedastic ``K + diag(σ²_i)``.
+        probe
+            Starting vector, shape ``(n,)``, nonzero and finite.
+        rank
+            Number of Lanczos steps ``k ≥ 1`` (clipped to ``n``).
+
+        Returns
+        -------
+        LoveCache
+            The cache; ``rank`` products with ``A`` plus one more (for ``q_{k+1}``,
+            so that :attr:`AR` needs no further products) when ``k < n``.
+
+        Raises
+        ------
+        ValueError
+            For ``rank < 1``, a probe of the wrong shape or zero, or an ``A`` whose
+            projection ``T`` is not positive definite.
+        """
+        rank = check_rank(rank)
+        A = as_square_operator(A, "A")
+        probe = as_operand(probe, A, "probe", allow_matrix=False)
+        n = A.shape[0]
+        k = min(rank, n)
+        res = lanczos(A, probe, k + 1 if k < n else k, reorth="full")
+        steps = res.Q.shape[1]
+        if steps > k:  # one step beyond k: keep q_{k+1} for the Lanczos relation
+            Q, T = res.Q[:, :k], res.T[:k, :k]
+            beta_next, q_next = res.T[k - 1, k].clone(), res.Q[:, k].clone()
+        else:  # invariant subspace (or k = n): K̂ Q = Q T to working precision
+            Q, T = res.Q, res.T
+            beta_next, q_next = res.beta_next, torch.zeros_like(probe)
+        L_T, info = torch.linalg.cholesky_ex(T)
+        if int(info) != 0:
+            raise ValueError(
+                "the Lanczos matrix T = Qᵀ A Q is not positive definite (Cholesky failed at "
+                f"column {int(info) - 1}): A must be symmetric positive definite"
+            )
+        R = torch.linalg.solve_triangular(L_T, Q.mT, upper=False).mT  # Q L_T⁻ᵀ
+        return cls(
+            A=A,
+            probe=probe,
+            Q=Q.contiguous(),
+            T=T.contiguous(),
+            L_T=L_T,
+            R=R.contiguous(),
+            beta_next=beta_next,
+            q_next=q_next,
+            breakdown=bool(res.breakdown and steps <= k),
+        )
+
+    @property
+    def rank(self) -> int:
+        """Number of Lanczos vectors ``k`` in the cache."""
+        return self.Q.shape[1]
+
+    @property
+    def inverse_approx(self) -> LowRank:
+        """``Q T⁻¹ Qᵀ = R Rᵀ ≼ K̂⁻¹`` as a low-rank operator, shape ``(n, n)``."""
+        return LowRank(self.R)
+
+    @property
+    def AR(self) -> torch.Tensor:
+        """``K̂ R`` from the Lanczos relation, without products; shape ``(n, k)``.
+
+        ``K̂ Q = Q T + β q_{k+1} e_kᵀ`` and ``T L_T⁻ᵀ = L_T`` give
+        ``K̂ R = Q L_T + β q_{k+1} (L_T⁻¹ e_k)ᵀ``; as ``L_T`` is lower triangular,
+        ``L_T⁻¹ e_k = e_k / (L_T)_{kk}``, so only the last column gets the correction.
+        """
+        AR = self.Q @ self.L_T
+        AR[:, -1] += (self.beta_next / self.L_T[-1, -1]) * self.q_next
+        return AR
+
+    def project(self, cross: torch.Tensor) -> torch.Tensor:
+        """``Rᵀ k(X, Xs)``, shape ``(k, t)``, for a cross-covariance of shape ``(n, t)``."""
+        cross = self._check_cross(cross)
+        return self.R.mT @ cross
+
+    def variance(self, cross: torch.Tensor, prior_var: torch.Tensor) -> torch.Tensor:
+        """LOVE variances ``k(x, x) − ‖Rᵀ k(X, x)‖²``, shape ``(t,)``.
+
+        Parameters
+        ----------
+        cross
+            Cross-covariance ``k(X, Xs)``, shape ``(n, t)``.
+        prior_var
+            Prior variances ``k(x, x)``, shape ``(t,)``.
+
+        Raises
+        ------
+        ValueError
+            If a variance comes out negative. In exact arithmetic LOVE's variance is at
+            least the exact posterior variance, which is nonnegative; a negative value
+            means a broken cache or inconsistent inputs, so it is reported, not clamped.
+        """
+        P = self.project(cross)
+        prior_var = torch.as_tensor(prior_var)
+        if prior_var.shape != (P.shape[1],):
+            raise ValueError(
+                f"prior_var must have shape ({P.shape[1]},), got {tuple(prior_var.shape)}"
+            )
+        var = prior_var - (P * P).sum(0)
+        bad = var < 0
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            raise ValueError(
+                f"LOVE produced a negative variance {float(var[i]):.3e} at test point {i} "
+                f"(prior variance {float(prior_var[i]):.3e}): the cache does not satisfy "
+                "R Rᵀ ≼ K̂⁻¹ (is K̂ symmetric positive definite, and the kernel the one "
+                "K̂ was built from?)"
+            )
+        return var
+
+    def belief(self, b: torch.Tensor | None = None) -> GaussianSolutionBelief:
+        """The cache as the solver belief about ``K̂⁻¹ b`` under the inverse prior.
+
+        ``mean = R Rᵀ b``, ``V = T = R`` (so ``C_k = R Rᵀ``), ``W = K̂ R`` (from
+        :attr:`AR`, no products). Equal to the belief of
+        ``ProbabilisticLinearSolver(CG(), MaxIterations(k)).solve(K̂, probe)``.
+
+        Parameters
+        ----------
+        b
+            Right-hand side, shape ``(n,)``; default: the probe.
+        """
+        b = self.probe if b is None else as_operand(b, self.A, "b", allow_matrix=False)
+        mean = self.R @ (self.R.mT @ b)
+        return GaussianSolutionBelief(
+            A=self.A, b=b, mean=mean, prior=InversePrior(), V=self.R, T=self.R, W=self.AR
+        )
+
+    def _check_cross(self, cross: torch.Tensor) -> torch.Tensor:
+        if not isinstance(cross, torch.Tensor) or cross.ndim != 2:
+            raise ValueError("cross must be a tensor of shape (n, t)")
+        if cross.shape[0] != self.R.shape[0]:
+            raise ValueError(
+                f"cross must have shape ({self.R.shape[0]}, t), got {tuple(cross.shape)}"
+            )
+        return cross
+
+    def __repr__(self) -> str:
+        return f"LoveCache(n={self.R.shape[0]}, rank={self.rank}, dtype={self.R.dtype})"
+
+
+def love_cache_for(
+    A: LinearOperator, cross: torch.Tensor, rank: int, probe: torch.Tensor | None
+) -> LoveCache:
+    """The cache a GP posterior uses: ``probe`` defaults to the mean test column.
+
+    Parameters
+    ----------
+    A
+        ``K̂``, shape ``(n, n)``.
+    cross
+        ``k(X, Xs)``, shape ``(n, t)``.
+    rank
+        Lanczos steps.
+    probe
+        ``None`` (default: ``k(X, Xs)`` averaged over the ``t`` test points, as in the
+        paper) or a vector of shape ``(n,)``.
+    """
+    check_rank(rank)
+    if probe is None:
+        probe = cross.mean(1)
+    return LoveCache.build(A, probe, rank)
