@@ -9,7 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = ["bench_cg.py", "bench_kernel_matrix.py", "bench_pls.py", "bench_ulisse.py"]
+SCRIPTS = [
+    "bench_cg.py",
+    "bench_kernel_matrix.py",
+    "bench_pls.py",
+    "bench_ulisse.py",
+    "bench_itergp.py",
+]
 
 
 def main() -> int:

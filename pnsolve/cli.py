@@ -24,7 +24,8 @@ def _build_parser() -> argparse.ArgumentParser:
             "Build K̂ = K + σ²I (Matérn-3/2) on a UCI training set, solve it with CG, "
             "preconditioned CG and Cholesky, print a table and write a convergence plot; "
             "then compare probabilistic-solver policies (error vs reported uncertainty) on a "
-            "subset and write a trade-off plot."
+            "subset and write a trade-off plot; finally plot an IterGP posterior with its "
+            "computational uncertainty band on a 1-d toy problem."
         ),
     )
     demo.add_argument("--dataset", default="concrete", help="UCI dataset (default: concrete)")
@@ -42,6 +43,12 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         default=400,
         help="points for the probabilistic-solver error/uncertainty table (0: skip)",
+    )
+    demo.add_argument(
+        "--itergp-budget",
+        type=int,
+        default=8,
+        help="CG iterations of the plotted 1-d IterGP posterior (0: skip)",
     )
 
     bench = sub.add_parser(
@@ -76,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 backend=args.backend,
                 data_dir=args.data_dir,
                 pls_subset=args.pls_subset,
+                itergp_budget=args.itergp_budget,
             )
             return 0
         if args.command == "bench":

@@ -11,7 +11,9 @@ prints a table (iterations, relative residual, error against Cholesky, time) and
 writes a convergence plot. Then, on a subset of a few hundred points, it runs the
 probabilistic linear solver with several policies and prints, at a few iteration
 counts, the error against Cholesky next to the uncertainty the belief reports
-(:mod:`pnsolve.demo_tradeoff`; plot ``tradeoff.png``).
+(:mod:`pnsolve.demo_tradeoff`; plot ``tradeoff.png``). Finally it fits IterGP on a
+1-d toy problem with a small budget and plots the posterior with its mathematical and
+computational bands (:mod:`pnsolve.demo_itergp`; plot ``itergp.png``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def run_demo(
     data_dir: str | None = None,
     pls_subset: int = 400,
     pls_checkpoints: tuple[int, ...] = (10, 50, 200),
+    itergp_budget: int = 8,
     echo=print,
 ) -> tuple[list[DemoRow], Path]:
     """Run the demo and return its table rows and the path of the plot.
@@ -61,7 +64,7 @@ def run_demo(
     dataset, split, data_dir
         UCI dataset (see :func:`pnsolve.datasets.load_uci`).
     out
-        Output folder for ``convergence.png`` and ``tradeoff.png``.
+        Output folder for ``convergence.png``, ``tradeoff.png`` and ``itergp.png``.
     lengthscale, outputscale, noise
         Matérn-3/2 hyperparameters and noise variance σ² (inputs standardised).
     rank
@@ -74,6 +77,8 @@ def run_demo(
         Training points (the first ones) for the policy trade-off table; ``0`` skips it.
     pls_checkpoints
         Iteration counts reported in the trade-off table.
+    itergp_budget
+        CG iterations of the plotted IterGP posterior (1-d toy problem); ``0`` skips it.
     echo
         Where text output goes.
     """
@@ -81,6 +86,8 @@ def run_demo(
 
     if isinstance(pls_subset, bool) or not isinstance(pls_subset, int) or pls_subset < 0:
         raise ValueError(f"pls_subset must be a non-negative int, got {pls_subset!r}")
+    if isinstance(itergp_budget, bool) or not isinstance(itergp_budget, int) or itergp_budget < 0:
+        raise ValueError(f"itergp_budget must be a non-negative int, got {itergp_budget!r}")
     ds = pn.datasets.load_uci(dataset, split=split, data_dir=data_dir)
     X, y = ds.X_train, ds.y_train
     n = X.shape[0]
@@ -144,6 +151,11 @@ def run_demo(
             title=f"PLS on K̂ x = y ({dataset}, first {m} points): error vs sqrt(tr Σ_i)",
             echo=echo,
         )
+    if itergp_budget > 0:
+        from .demo_itergp import run_itergp_demo
+
+        echo("")
+        run_itergp_demo(out=out, budget=itergp_budget, echo=echo)
     return rows, path
 
 

@@ -1,6 +1,7 @@
 """Matplotlib figures (imported lazily; matplotlib is only needed when plotting)."""
 
 from .convergence import plot_convergence
+from .gp_band import draw_gp_band, plot_gp_band
 from .tradeoff import plot_tradeoff
 
-__all__ = ["plot_convergence", "plot_tradeoff"]
+__all__ = ["draw_gp_band", "plot_convergence", "plot_gp_band", "plot_tradeoff"]

@@ -96,3 +96,37 @@ def test_tradeoff_rows_are_consistent(tmp_path: Path) -> None:
 def test_demo_rejects_negative_pls_subset(capsys: pytest.CaptureFixture) -> None:
     rc = main(["demo", "--pls-subset", "-1"])
     assert rc == 1 and "pls_subset" in capsys.readouterr().err
+
+
+def test_demo_prints_itergp_table_and_writes_band_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    rc = main(["demo", "--out", str(tmp_path), "--rank", "50", "--pls-subset", "0"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "IterGP (CG policy) on a 1-d toy problem" in out
+    assert "math. variance" in out and "comp. variance" in out
+    png = tmp_path / "itergp.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in out
+
+
+def test_itergp_demo_computational_variance_shrinks(tmp_path: Path) -> None:
+    from pnsolve.demo_itergp import run_itergp_demo
+
+    rows, path = run_itergp_demo(
+        out=tmp_path, n=120, budget=4, table_budgets=(1, 4, 120), echo=lambda *_: None
+    )
+    assert path.exists()
+    comp = [r.comp_var for r in rows]
+    assert all(c >= -1e-10 for c in comp)
+    assert comp[0] >= comp[1] >= comp[2]
+    # CG stops once the mean has converged (before rank n): comp. variance small, not 0.
+    assert comp[2] < 1e-2 * comp[1]
+    assert rows[2].mean_error < 1e-6
+    assert len({r.math_var for r in rows}) == 1
+
+
+def test_demo_rejects_negative_itergp_budget(capsys: pytest.CaptureFixture) -> None:
+    rc = main(["demo", "--itergp-budget", "-1", "--pls-subset", "0"])
+    assert rc == 1 and "itergp_budget" in capsys.readouterr().err
