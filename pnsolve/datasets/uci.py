@@ -10,7 +10,8 @@ Roots are searched in this order:
 
 1. the ``data_dir`` argument (when given, it is the only root searched);
 2. the folder named by the environment variable ``PNSOLVE_DATA``;
-3. the package data shipped inside pnsolve (``airfoil`` and ``concrete``);
+3. the package data shipped inside pnsolve (``airfoil``, ``concrete`` and ``elevators``,
+   the set tutorial 04 uses);
 4. ``shared/data/uci`` next to a source checkout of pnsolve (found by walking up
    from the package folder).
 

@@ -167,11 +167,11 @@ def test_pnsolve_data_env_var_is_respected_and_comes_first(tmp_path, monkeypatch
 def test_package_data_used_when_nothing_else_is_given(monkeypatch):
     monkeypatch.delenv("PNSOLVE_DATA", raising=False)
     monkeypatch.setattr(uci, "_shared_data_dir", lambda: None)
-    assert pn.datasets.available_uci() == ["airfoil", "concrete"]
+    assert pn.datasets.available_uci() == ["airfoil", "concrete", "elevators"]
     ds = pn.datasets.load_uci("airfoil")
     assert Path(ds.source) == Path(uci.__file__).parent / "data" / "airfoil"
     assert ds.n_train + ds.n_test == 1503
-    with pytest.raises(ValueError, match="available: airfoil, concrete"):
+    with pytest.raises(ValueError, match="available: airfoil, concrete, elevators"):
         pn.datasets.load_uci("protein")
 
 
@@ -180,7 +180,7 @@ def test_package_data_ships_license_and_matches_shared_copy():
     assert (data / "LICENSE").read_text().startswith("MIT License")
     if SHARED is None:
         pytest.skip("no shared data to compare with")
-    for name in ("airfoil", "concrete"):
+    for name in ("airfoil", "concrete", "elevators"):
         for f in ("data.csv.gz", "test_mask.csv.gz"):
             assert (data / name / f).read_bytes() == (SHARED / name / f).read_bytes()
 
