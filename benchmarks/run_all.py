@@ -15,6 +15,7 @@ SCRIPTS = [
     "bench_pls.py",
     "bench_ulisse.py",
     "bench_itergp.py",
+    "bench_love.py",
 ]
 
 
