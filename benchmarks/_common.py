@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["peak_rss_mb", "print_table", "ratio", "timeit"]
+__all__ = ["interleaved_medians", "peak_rss_mb", "print_table", "ratio", "timeit"]
 
 
 def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
@@ -28,6 +28,22 @@ def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """Median wall time (s) of each ``fns[name]()``, run round-robin after a warm-up round.
+
+    Interleaving makes drift on a shared machine hit every contender alike.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for rnd in range(repeats + 1):  # round 0 is warm-up
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            if rnd:
+                samples[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def ratio(a: float, b: float) -> float:

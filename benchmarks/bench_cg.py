@@ -21,10 +21,7 @@ Usage: ``python benchmarks/bench_cg.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -34,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table, ratio
+from _common import interleaved_medians, print_table, ratio
 
 import pnsolve as pn
 
@@ -83,15 +80,7 @@ def run_size(n: int, iters: int, repeats: int) -> list[list[object]]:
 
     # Round-robin over the solvers, so drift on a shared machine hits them alike.
     fns = {"matvec": run_matvecs, "pn.cg": run_pn, "linear_cg": run_gpytorch, "scipy.cg": run_scipy}
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for rnd in range(repeats + 1):  # round 0 is warm-up
-        for name, fn in fns.items():
-            gc.collect()
-            t0 = time.perf_counter()
-            fn()
-            if rnd:
-                samples[name].append(time.perf_counter() - t0)
-    times = {name: statistics.median(v) for name, v in samples.items()}
+    times = interleaved_medians(fns, repeats)
     t_mv = times.pop("matvec") / iters
     rows = [[n, "matvec K @ b", "-", f"{t_mv * 1e3:.2f}", 1.0, "-", "-"]]
     for name, t in times.items():

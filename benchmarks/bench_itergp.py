@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import peak_rss_mb, print_table, ratio
+from _common import interleaved_medians, peak_rss_mb, print_table, ratio
 
 import pnsolve as pn
 
@@ -77,15 +75,7 @@ def run_size(n: int, iters: int, repeats: int) -> list[list[object]]:
         counts["pn.cg"] = info.products
 
     fns = {"pn.cg": run_cg, "IterGP (CG policy)": run_itergp}
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for rnd in range(repeats + 1):  # round 0 is warm-up
-        for name, fn in fns.items():
-            gc.collect()
-            t0 = time.perf_counter()
-            fn()
-            if rnd:
-                samples[name].append(time.perf_counter() - t0)
-    times = {name: statistics.median(v) / iters for name, v in samples.items()}
+    times = {name: t / iters for name, t in interleaved_medians(fns, repeats).items()}
     return [
         [n, name, iters, counts[name], f"{t * 1e3:.1f}", ratio(t, times["pn.cg"])]
         for name, t in times.items()

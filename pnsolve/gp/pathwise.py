@@ -12,13 +12,13 @@ products only, no further solves.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from .._precision import attainable_rtol
 from .._validation import check_finite, check_tensor
 from ..kernels.base import StationaryKernel
 from ..kernels.random_features import RandomFourierFeatures
@@ -36,13 +36,8 @@ _DENSE_ENTRIES = 2**22
 Solver = Callable[[LinearOperator, torch.Tensor], Any]
 
 
-def _default_rtol(dtype: torch.dtype) -> float:
-    """Tight relative residual CG reliably reaches: ``1e-10`` (float64), ``1e-4`` (float32)."""
-    return 10.0 ** round(0.625 * math.log10(torch.finfo(dtype).eps))
-
-
 def _default_solver(A: LinearOperator, B: torch.Tensor) -> tuple[torch.Tensor, Any]:
-    return cg(A, B, rtol=_default_rtol(B.dtype), maxiter=10 * A.shape[0])
+    return cg(A, B, rtol=attainable_rtol(B.dtype), maxiter=10 * A.shape[0])
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from .._precision import attainable_rtol
+
 __all__ = [
     "eps",
     "exact_tol",
@@ -48,7 +50,7 @@ def iterative_tol(dtype: torch.dtype) -> float:
 
     ``1e-10`` in float64, ``1e-4`` in float32 (about ``eps^0.6``).
     """
-    return 10.0 ** round(0.625 * math.log10(eps(dtype)))
+    return attainable_rtol(dtype)
 
 
 def rtol_for(dtype: torch.dtype) -> float:
