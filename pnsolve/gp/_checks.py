@@ -40,9 +40,12 @@ def check_targets(y: object, X: torch.Tensor, name: str = "y") -> torch.Tensor:
 
 def check_noise(noise: object) -> float | torch.Tensor:
     """A positive finite noise variance (number or 0-d tensor)."""
-    value = float(noise) if isinstance(noise, int | float | torch.Tensor) else math.nan
-    if isinstance(noise, bool) or not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
     if isinstance(noise, torch.Tensor) and noise.ndim != 0:
         raise ValueError(f"noise must be a scalar, got shape {tuple(noise.shape)}")
+    if isinstance(noise, torch.Tensor):
+        value = float(noise.detach())
+    else:
+        value = float(noise) if isinstance(noise, int | float) else math.nan
+    if isinstance(noise, bool) or not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
     return noise

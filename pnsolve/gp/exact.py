@@ -7,8 +7,11 @@ import math
 import torch
 
 from ..kernels.base import StationaryKernel
+from ..linops.base import LinearOperator
+from ..linops.closure import Closure
 from ._checks import check_inputs, check_noise, check_targets
-from .love import love_cache_for
+from .love import LoveCache, check_rank
+from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["ExactGP"]
@@ -69,7 +72,8 @@ class ExactGP:
         X = check_inputs(X, "X")
         y = check_targets(y, X)
         with torch.no_grad():
-            K = self.kernel(X) + self.noise * torch.eye(X.shape[0], dtype=X.dtype, device=X.device)
+            K = self.kernel(X)
+            K.diagonal().add_(self.noise)
             L, info = torch.linalg.cholesky_ex(K)
             if int(info) != 0:
                 raise ValueError(
@@ -77,6 +81,8 @@ class ExactGP:
                     f"{int(info) - 1}); increase noise"
                 )
             self.X, self.y, self.L = X, y, L
+            self.A = _cholesky_operator(L)
+            self.love_cache: LoveCache | None = None
             self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
         return self
 
@@ -90,6 +96,7 @@ class ExactGP:
         method: str = "exact",
         rank: int = 50,
         probe: torch.Tensor | None = None,
+        cache: LoveCache | None = None,
     ) -> GaussianPosterior:
         """The posterior of ``f`` at test inputs ``Xs`` of shape ``(t, d)``.
 
@@ -100,12 +107,17 @@ class ExactGP:
         method
             ``"exact"`` (Cholesky solves) or ``"love"`` (variances from a
             :class:`~pnsolve.gp.LoveCache` of ``K̂``; ``math_var`` is then the exact
-            variance and ``comp_var`` LOVE's computational uncertainty, both ``≥ 0``).
+            variance and ``comp_var`` LOVE's computational uncertainty, both ``≥ 0``;
+            ``sample`` uses a second Lanczos of the same rank on the test covariance).
         rank
-            Lanczos steps for ``method="love"``.
+            Lanczos steps for ``method="love"`` when no ``cache`` is given.
         probe
-            Lanczos probe for ``method="love"``, shape ``(n,)``; default: ``k(X, Xs)``
-            averaged over the test points. The cache is kept as ``self.love_cache``.
+            Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
+            averaged over the test points (the paper's choice).
+        cache
+            A cache from :meth:`build_love_cache`, reused across calls (then ``rank``
+            and ``probe`` are not used). Without it, each ``"love"`` call builds one
+            (``rank + 1`` products with ``K̂``) and keeps it as ``self.love_cache``.
 
         Returns
         -------
@@ -116,11 +128,25 @@ class ExactGP:
         if method not in ("exact", "love"):
             raise ValueError(f"method must be 'exact' or 'love', got {method!r}")
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        if method == "love":
+            check_rank(rank)
+            cache = resolve_love_cache(
+                self.A, self.kernel, self.X, Xs, rank, probe, cache, "auto", self._residual()
+            )
+            self.love_cache = cache
+            return love_posterior(
+                kernel=self.kernel,
+                X=self.X,
+                Xs=Xs,
+                weights=self.weights,
+                prior_mean=self.mean,
+                cache=cache,
+                backend="auto",
+                math_var=lambda: self._exact_var(Xs),
+            )
         with torch.no_grad():
             Kxs = self.kernel(Xs, self.X)  # (t, n)
             mean = self.mean + Kxs @ self.weights
-            if method == "love":
-                return self._love_posterior(Xs, Kxs, mean, rank, probe)
             W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)  # (n, t)
             var = self.kernel.diag(Xs) - (W * W).sum(0)
 
@@ -130,52 +156,72 @@ class ExactGP:
 
         return GaussianPosterior(mean, var, cov)
 
-    def _love_posterior(
-        self,
-        Xs: torch.Tensor,
-        Kxs: torch.Tensor,
-        mean: torch.Tensor,
-        rank: int,
-        probe: torch.Tensor | None,
-    ) -> GaussianPosterior:
-        """LOVE variances (``Kxs``: ``(t, n)``); ``math_var`` from the Cholesky factor."""
-        n = self.X.shape[0]
-        A = self.kernel(self.X) + self.noise * torch.eye(n, dtype=Xs.dtype, device=Xs.device)
-        cache = love_cache_for(A, Kxs.mT, rank, probe)
+    def build_love_cache(
+        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+    ) -> LoveCache:
+        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps.
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
+            of CG on the training system).
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+        """
+        self._require_fit()
+        check_rank(rank)
+        if Xs is not None:
+            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        cache = resolve_love_cache(
+            self.A, self.kernel, self.X, Xs, rank, probe, None, "auto", self._residual()
+        )
         self.love_cache = cache
-        P = cache.project(Kxs.mT)  # (k, t)
-        var = cache.variance(Kxs.mT, self.kernel.diag(Xs))
+        return cache
 
-        def cov() -> torch.Tensor:
-            with torch.no_grad():
-                return self.kernel(Xs) - P.mT @ P
+    def _residual(self) -> torch.Tensor:
+        return self.y - self.mean
 
-        def math_var() -> torch.Tensor:
-            with torch.no_grad():
-                W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)
-                return self.kernel.diag(Xs) - (W * W).sum(0)
-
-        return GaussianPosterior(mean, var, cov, math_var)
+    def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
+        """Exact posterior variances by a triangular solve, shape ``(t,)``."""
+        with torch.no_grad():
+            W = torch.linalg.solve_triangular(self.L, self.kernel(self.X, Xs), upper=False)
+            return self.kernel.diag(Xs) - (W * W).sum(0)
 
     def log_marginal_likelihood(
-        self, X: torch.Tensor | None = None, y: torch.Tensor | None = None
+        self,
+        X: torch.Tensor | None = None,
+        y: torch.Tensor | None = None,
+        noise: float | torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``log p(y | X)`` (0-d tensor); differentiable w.r.t. the kernel's parameters.
 
         Parameters
         ----------
         X, y
-            Data (default: the fitted data). Recomputed under autograd, so gradients
-            reach the kernel hyperparameters.
+            Data (default: the fitted data), shapes ``(n, d)`` and ``(n,)``. Recomputed
+            under autograd, so gradients reach the kernel hyperparameters.
+        noise
+            Noise variance to use instead of ``self.noise``: a positive float or a 0-d
+            tensor (gradients flow into it, e.g. ``log_noise.exp()`` when fitting).
         """
         if X is None or y is None:
             self._require_fit()
             X, y = self.X, self.y
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        noise = self.noise if noise is None else check_noise(noise)
         n = X.shape[0]
-        K = self.kernel(X) + self.noise * torch.eye(n, dtype=X.dtype, device=X.device)
-        L = torch.linalg.cholesky(K)
+        K = self.kernel(X) + noise * torch.eye(n, dtype=X.dtype, device=X.device)
+        L, info = torch.linalg.cholesky_ex(K)
+        if int(info) != 0:
+            raise ValueError(
+                f"K + noise·I is not positive definite (Cholesky failed at column "
+                f"{int(info) - 1}); increase noise"
+            )
         r = (y - self.mean).unsqueeze(-1)
         alpha = torch.cholesky_solve(r, L)
         return (
@@ -183,3 +229,16 @@ class ExactGP:
             - torch.log(torch.diagonal(L)).sum()
             - 0.5 * n * math.log(2 * math.pi)
         )
+
+
+def _cholesky_operator(L: torch.Tensor) -> LinearOperator:
+    """``K̂ = L Lᵀ`` as an operator (two triangular products, no second ``n × n`` copy)."""
+    n = L.shape[0]
+    return Closure(
+        lambda V: L @ (L.mT @ V),
+        (n, n),
+        dtype=L.dtype,
+        device=L.device,
+        is_symmetric=True,
+        is_psd=True,
+    )

@@ -17,7 +17,8 @@ from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_noise, check_targets
-from .love import love_cache_for
+from .love import LoveCache, check_rank
+from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["IterGP"]
@@ -106,6 +107,7 @@ class IterGP:
         with torch.no_grad():
             self.belief, self.info = self.solver.solve(A, y - self.mean, generator=generator)
         self.X, self.y, self.A = X, y, A
+        self.love_cache: LoveCache | None = None
         return self
 
     def iterate(
@@ -147,6 +149,7 @@ class IterGP:
         method: str = "belief",
         rank: int = 50,
         probe: torch.Tensor | None = None,
+        cache: LoveCache | None = None,
     ) -> GaussianPosterior:
         """Posterior at test inputs ``Xs`` of shape ``(t, d)``.
 
@@ -157,13 +160,17 @@ class IterGP:
         method
             ``"belief"`` (default: covariance from the solver's belief ``C_i``) or
             ``"love"`` (mean from the belief, variances from a
-            :class:`~pnsolve.gp.LoveCache` of ``K̂ = self.A``, kept as
-            ``self.love_cache``).
+            :class:`~pnsolve.gp.LoveCache` of ``K̂ = self.A``; ``sample`` then uses a
+            second Lanczos on the test covariance).
         rank
-            Lanczos steps for ``method="love"``.
+            Lanczos steps for ``method="love"`` when no ``cache`` is given.
         probe
-            Lanczos probe for ``method="love"``, shape ``(n,)``; default: ``k(X, Xs)``
+            Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
             averaged over the test points.
+        cache
+            A cache from :meth:`build_love_cache`, reused across calls (``rank`` and
+            ``probe`` are then not used). Without it each ``"love"`` call builds one
+            (``rank + 1`` matrix-free products with ``K̂``), kept as ``self.love_cache``.
 
         Returns
         -------
@@ -171,43 +178,78 @@ class IterGP:
             ``mean``, ``var`` (combined), ``math_var`` and ``comp_var`` (on demand:
             ``t`` exact solves with ``K̂``), ``cov()``, ``sample(...)``.
         """
-        if self.X is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
+        self._require_fit()
         if method not in ("belief", "love"):
             raise ValueError(f"method must be 'belief' or 'love', got {method!r}")
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
-        return self._posterior(Xs, self.belief, love=(rank, probe) if method == "love" else None)
+        if method == "love":
+            check_rank(rank)
+            cache = resolve_love_cache(
+                self.A, self.kernel, self.X, Xs, rank, probe, cache, self.backend, self._residual()
+            )
+            self.love_cache = cache
+            return love_posterior(
+                kernel=self.kernel,
+                X=self.X,
+                Xs=Xs,
+                weights=self.belief.mean,
+                prior_mean=self.mean,
+                cache=cache,
+                backend=self.backend,
+                math_var=lambda: self._exact_var(Xs),
+            )
+        return self._posterior(Xs, self.belief)
 
-    def _posterior(
-        self,
-        Xs: torch.Tensor,
-        belief: GaussianSolutionBelief,
-        love: tuple[int, torch.Tensor | None] | None = None,
-    ) -> GaussianPosterior:
+    def build_love_cache(
+        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+    ) -> LoveCache:
+        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps (matrix-free products with ``K̂``).
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ``.
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+        """
+        self._require_fit()
+        check_rank(rank)
+        if Xs is not None:
+            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        cache = resolve_love_cache(
+            self.A, self.kernel, self.X, Xs, rank, probe, None, self.backend, self._residual()
+        )
+        self.love_cache = cache
+        return cache
+
+    def _require_fit(self) -> None:
+        if self.X is None:
+            raise RuntimeError("call fit(X, y) before asking for a posterior")
+
+    def _residual(self) -> torch.Tensor:
+        return self.y - self.mean
+
+    def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
+        """Exact posterior variances by batched CG solves with ``K̂``, shape ``(t,)``."""
+        with torch.no_grad():
+            KXs = KernelMatrix(self.kernel, self.X, Xs, backend=self.backend).to_dense()
+            rtol = 100 * torch.finfo(Xs.dtype).eps
+            W, _ = cg(self.A, KXs, rtol=rtol, maxiter=10 * self.X.shape[0])
+            return self.kernel.diag(Xs) - (KXs * W).sum(0)
+
+    def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
         with torch.no_grad():
             cross = KernelMatrix(self.kernel, Xs, self.X, backend=self.backend)  # (t, n)
-            V = belief.V
-            if love is not None:  # LOVE: K̂⁻¹ ≈ R Rᵀ replaces C_i in the covariance
-                KXs = cross.to_dense().mT  # (n, t)
-                self.love_cache = love_cache_for(self.A, KXs, *love)
-                V = self.love_cache.R
-            KV = cross @ torch.cat([belief.mean.unsqueeze(-1), V], dim=1)  # (t, 1 + i)
+            KV = cross @ torch.cat([belief.mean.unsqueeze(-1), belief.V], dim=1)  # (t, 1 + i)
             mean = self.mean + KV[:, 0]
             KV = KV[:, 1:]
-            if love is not None:
-                var = self.love_cache.variance(KXs, self.kernel.diag(Xs))
-            else:
-                var = self.kernel.diag(Xs) - (KV * KV).sum(1)
+            var = self.kernel.diag(Xs) - (KV * KV).sum(1)
 
         def cov() -> torch.Tensor:
             with torch.no_grad():
                 return self.kernel(Xs) - KV @ KV.mT
 
-        def math_var() -> torch.Tensor:
-            with torch.no_grad():
-                KXs = KernelMatrix(self.kernel, self.X, Xs, backend=self.backend).to_dense()
-                rtol = 100 * torch.finfo(Xs.dtype).eps
-                W, _ = cg(self.A, KXs, rtol=rtol, maxiter=10 * self.X.shape[0])
-                return self.kernel.diag(Xs) - (KXs * W).sum(0)
-
-        return GaussianPosterior(mean, var, cov, math_var)
+        return GaussianPosterior(mean, var, cov, lambda: self._exact_var(Xs))

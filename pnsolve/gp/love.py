@@ -19,9 +19,11 @@ import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import InversePrior
+from ..kernels.base import StationaryKernel
 from ..krylov._checks import as_operand, as_square_operator
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
+from ..linops.kernel_matrix import KernelMatrix
 from ..linops.low_rank import LowRank
 
 __all__ = ["LoveCache"]
@@ -157,20 +159,44 @@ class LoveCache:
         AR[:, -1] += (self.beta_next / self.L_T[-1, -1]) * self.q_next
         return AR
 
-    def project(self, cross: torch.Tensor) -> torch.Tensor:
-        """``Rᵀ k(X, Xs)``, shape ``(k, t)``, for a cross-covariance of shape ``(n, t)``."""
-        cross = self._check_cross(cross)
-        return self.R.mT @ cross
+    def project(self, cross: torch.Tensor | LinearOperator) -> torch.Tensor:
+        """``k(Xs, X) R``, shape ``(t, k)``.
 
-    def variance(self, cross: torch.Tensor, prior_var: torch.Tensor) -> torch.Tensor:
+        Parameters
+        ----------
+        cross
+            The cross-covariance ``k(Xs, X)``, shape ``(t, n)``: a tensor or a
+            (matrix-free) operator such as ``kernel.linop(Xs, X)``, which never forms it.
+        """
+        if isinstance(cross, LinearOperator):
+            if cross.shape[1] != self.R.shape[0]:
+                raise ValueError(
+                    f"cross must have shape (t, {self.R.shape[0]}), got {tuple(cross.shape)}"
+                )
+            return cross @ self.R
+        return self._check_cross(cross) @ self.R
+
+    def variance(
+        self, cross: torch.Tensor | LinearOperator, prior_var: torch.Tensor
+    ) -> torch.Tensor:
         """LOVE variances ``k(x, x) − ‖Rᵀ k(X, x)‖²``, shape ``(t,)``.
 
         Parameters
         ----------
         cross
-            Cross-covariance ``k(X, Xs)``, shape ``(n, t)``.
+            Cross-covariance ``k(Xs, X)``, shape ``(t, n)`` (tensor or operator).
         prior_var
             Prior variances ``k(x, x)``, shape ``(t,)``.
+
+        Raises
+        ------
+        ValueError
+            If a variance comes out negative (see :meth:`variance_from_projection`).
+        """
+        return self.variance_from_projection(self.project(cross), prior_var)
+
+    def variance_from_projection(self, P: torch.Tensor, prior_var: torch.Tensor) -> torch.Tensor:
+        """``prior_var − ‖P_i‖²`` for a projection ``P = k(Xs, X) R`` of shape ``(t, k)``.
 
         Raises
         ------
@@ -179,13 +205,14 @@ class LoveCache:
             least the exact posterior variance, which is nonnegative; a negative value
             means a broken cache or inconsistent inputs, so it is reported, not clamped.
         """
-        P = self.project(cross)
         prior_var = torch.as_tensor(prior_var)
-        if prior_var.shape != (P.shape[1],):
+        if P.ndim != 2 or P.shape[1] != self.rank:
+            raise ValueError(f"P must have shape (t, {self.rank}), got {tuple(P.shape)}")
+        if prior_var.shape != (P.shape[0],):
             raise ValueError(
-                f"prior_var must have shape ({P.shape[1]},), got {tuple(prior_var.shape)}"
+                f"prior_var must have shape ({P.shape[0]},), got {tuple(prior_var.shape)}"
             )
-        var = prior_var - (P * P).sum(0)
+        var = prior_var - (P * P).sum(1)
         bad = var < 0
         if bool(bad.any()):
             i = int(bad.nonzero()[0, 0])
@@ -217,10 +244,10 @@ class LoveCache:
 
     def _check_cross(self, cross: torch.Tensor) -> torch.Tensor:
         if not isinstance(cross, torch.Tensor) or cross.ndim != 2:
-            raise ValueError("cross must be a tensor of shape (n, t)")
-        if cross.shape[0] != self.R.shape[0]:
+            raise ValueError("cross must be a tensor or LinearOperator of shape (t, n)")
+        if cross.shape[1] != self.R.shape[0]:
             raise ValueError(
-                f"cross must have shape ({self.R.shape[0]}, t), got {tuple(cross.shape)}"
+                f"cross must have shape (t, {self.R.shape[0]}), got {tuple(cross.shape)}"
             )
         return cross
 
@@ -228,24 +255,10 @@ class LoveCache:
         return f"LoveCache(n={self.R.shape[0]}, rank={self.rank}, dtype={self.R.dtype})"
 
 
-def love_cache_for(
-    A: LinearOperator, cross: torch.Tensor, rank: int, probe: torch.Tensor | None
-) -> LoveCache:
-    """The cache a GP posterior uses: ``probe`` defaults to the mean test column.
+def default_probe(kernel: StationaryKernel, X: torch.Tensor, Xs: torch.Tensor, backend: str):
+    """The paper's probe: ``k(X, Xs)`` averaged over the test points, shape ``(n,)``.
 
-    Parameters
-    ----------
-    A
-        ``K̂``, shape ``(n, n)``.
-    cross
-        ``k(X, Xs)``, shape ``(n, t)``.
-    rank
-        Lanczos steps.
-    probe
-        ``None`` (default: ``k(X, Xs)`` averaged over the ``t`` test points, as in the
-        paper) or a vector of shape ``(n,)``.
+    One matrix-free product ``k(X, Xs) 1 / t`` (no ``(n, t)`` block is formed).
     """
-    check_rank(rank)
-    if probe is None:
-        probe = cross.mean(1)
-    return LoveCache.build(A, probe, rank)
+    ones = torch.full((Xs.shape[0], 1), 1.0 / Xs.shape[0], dtype=Xs.dtype, device=Xs.device)
+    return (KernelMatrix(kernel, X, Xs, backend=backend) @ ones).squeeze(-1)

@@ -37,12 +37,15 @@ class GaussianPosterior:
         var: torch.Tensor,
         cov: Callable[[], torch.Tensor],
         math_var: Callable[[], torch.Tensor] | None = None,
+        root: Callable[[], torch.Tensor] | None = None,
     ) -> None:
         self.mean = mean
         self.var = var
         self._cov = cov
         self._math_var_fn = math_var
         self._math_var: torch.Tensor | None = None
+        self._root_fn = root
+        self._root: torch.Tensor | None = None
 
     @property
     def math_var(self) -> torch.Tensor:
@@ -67,15 +70,33 @@ class GaussianPosterior:
         """The full ``(t, t)`` covariance (forms ``t²`` entries: for small ``t``)."""
         return self._cov()
 
-    def sample(self, s: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``s`` joint draws at the test inputs, shape ``(t, s)`` (Cholesky of :meth:`cov`).
+    def sample_root(self) -> torch.Tensor | None:
+        """The low-rank root ``S`` (``S Sᵀ ≈ cov``) used by :meth:`sample`, shape ``(t, r)``.
 
-        A jitter of ``√eps`` times the mean variance is added if the covariance is
-        numerically semi-definite.
+        Only LOVE posteriors have one (a second Lanczos on the test covariance, computed
+        on first access and kept); ``None`` otherwise.
+        """
+        if self._root_fn is None:
+            return None
+        if self._root is None:
+            self._root = self._root_fn()
+        return self._root
+
+    def sample(self, s: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``s`` joint draws at the test inputs, shape ``(t, s)``.
+
+        LOVE posteriors draw ``mean + S z`` with ``z ~ N(0, I_r)`` through their
+        low-rank root :meth:`sample_root` (``O(t r)`` per draw, no ``t × t`` matrix);
+        the others take the Cholesky factor of :meth:`cov`, adding a jitter of ``√eps``
+        times the mean variance if the covariance is numerically semi-definite.
         """
         check_generator(generator)
         if isinstance(s, bool) or not isinstance(s, int) or s < 1:
             raise ValueError(f"s must be a positive int, got {s!r}")
+        S = self.sample_root()
+        if S is not None:
+            Z = torch.randn(S.shape[1], s, generator=generator, dtype=S.dtype, device=S.device)
+            return self.mean.unsqueeze(-1) + S @ Z
         C = self.cov()
         C = 0.5 * (C + C.mT)
         L, info = torch.linalg.cholesky_ex(C)

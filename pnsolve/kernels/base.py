@@ -200,7 +200,16 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     def _dense(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Unvalidated dense block; ``X2=None`` means ``X1`` with exact-zero self distances."""
+        """Unvalidated dense block; ``X2=None`` means ``X1`` with exact-zero self distances.
+
+        Without autograd (grad mode off, or nothing requiring grad) the block is built in
+        place in one buffer (:func:`~pnsolve.linops._kernel_backends.tiling.dense_block`),
+        several times faster than the differentiable expression.
+        """
+        if self_index is None and not self._tracks_grad(X1, X2):
+            from ..linops._kernel_backends.tiling import dense_block
+
+            return dense_block(self, X1, X2)
         Z1 = self.scale_inputs(X1)
         if X2 is None:
             Z2 = Z1
@@ -210,6 +219,13 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
             Z2 = self.scale_inputs(X2)
         r2 = scaled_sqdist(Z1, Z2, self_index)
         return self.outputscale_like(X1) * self.profile(r2)
+
+    def _tracks_grad(self, X1: torch.Tensor, X2: torch.Tensor | None) -> bool:
+        """Whether a dense block must be differentiable."""
+        if not torch.is_grad_enabled():
+            return False
+        tensors = [X1, *self.parameters()] + ([] if X2 is None else [X2])
+        return any(t.requires_grad for t in tensors)
 
     def diag(self, X: torch.Tensor) -> torch.Tensor:
         """``k(x_i, x_i) = outputscale`` for each row of ``X``; shape ``(n,)``."""

@@ -1,6 +1,7 @@
 """Public testing utilities: tolerances, product counting, SPD strategies, contract mixins."""
 
 from .counting import CountingOperator
+from .moments import moment_z_scores
 from .tolerances import (
     eps,
     exact_tol,
@@ -17,6 +18,7 @@ __all__ = [
     "exact_tol",
     "iterative_tol",
     "krylov_tol",
+    "moment_z_scores",
     "peer_tol",
     "rhs",
     "rtol_for",

@@ -142,7 +142,7 @@ def test_heteroscedastic_variances_stay_above_exact():
     tol = exact_tol(F64, X.shape[0]) * float(torch.linalg.cond(A)) * float(prior.max())
     for rank in (5, 20, 60, 150):
         cache = LoveCache.build(pn.linops.as_linop(A), cross.mean(1), rank)
-        var = cache.variance(cross, prior)
+        var = cache.variance(cross.mT, prior)
         assert torch.all(var >= exact - tol)
 
 
@@ -152,7 +152,7 @@ def test_negative_variance_raises():
     cache = LoveCache.build(_khat(k, X, 0.01), k(X, Xs).mean(1), 30)
     cross = k(X, Xs)
     with pytest.raises(ValueError, match="negative variance"):
-        cache.variance(cross, torch.zeros(Xs.shape[0], dtype=F64))  # inconsistent prior
+        cache.variance(cross.mT, torch.zeros(Xs.shape[0], dtype=F64))  # inconsistent prior
 
 
 def test_bad_input():

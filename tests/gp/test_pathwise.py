@@ -11,6 +11,7 @@ import pnsolve as pn
 import pnsolve.gp.pathwise as pathwise
 from pnsolve.gp.pathwise import PathwiseSamples, sample_posterior
 from pnsolve.kernels import RandomFourierFeatures
+from pnsolve.testing import moment_z_scores
 from pnsolve.testing.tolerances import (
     exact_tol,
     iterative_tol,
@@ -130,23 +131,6 @@ def _sampling_distribution(samples: PathwiseSamples, y, noise, Xs):
         return mu + A @ (y - mu), D @ D.mT + noise * A @ A.mT
 
 
-def _max_z(F: torch.Tensor, mean: torch.Tensor, cov: torch.Tensor) -> tuple[float, float]:
-    """Largest |z| of the sample mean and of the known-mean sample covariance entries.
-
-    Mean: z_i = (F̄_i − m_i) / √(C_ii / s). Covariance: Ŝ = (1/s) Σ (F − m)(F − m)ᵀ is unbiased
-    for C with Var Ŝ_ij = (C_ii C_jj + C_ij²) / s (Isserlis); with s in the thousands the
-    average of s i.i.d. products is close to normal (CLT), so z_ij is a z-score too.
-    """
-    s = F.shape[1]
-    zm = (F.mean(1) - mean) / torch.sqrt(cov.diagonal() / s)
-    R = F - mean[:, None]
-    S = R @ R.mT / s
-    d = cov.diagonal()
-    zc = (S - cov) / torch.sqrt((d[:, None] * d[None, :] + cov**2) / s)
-    iu = torch.triu_indices(*cov.shape)
-    return float(zm.abs().max()), float(zc[iu[0], iu[1]].abs().max())
-
-
 @pytest.mark.parametrize(
     "kernel,d", [(pn.kernels.RBF(0.4, outputscale=1.3), 2), (pn.kernels.Matern(2.5, 0.3), 1)]
 )
@@ -162,7 +146,7 @@ def test_mean_and_covariance_match_posterior(kernel, d):
     mean, cov = _sampling_distribution(samples, y, noise, Xs)
     t = Xs.shape[0]
     z = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
-    zm, zc = _max_z(F, mean, cov)
+    zm, zc = moment_z_scores(F, mean, cov)
     assert zm <= z, (zm, z)
     assert zc <= z, (zc, z)
     # power: the same test rejects samples that forget the noise draw ε (their covariance
@@ -171,7 +155,7 @@ def test_mean_and_covariance_match_posterior(kernel, d):
         wrong = F + samples.kernel(Xs, X) @ torch.linalg.solve(
             kernel(X) + noise * torch.eye(X.shape[0], dtype=F64), samples.noise_sample
         )
-    assert max(_max_z(wrong, mean, cov)) > z
+    assert max(moment_z_scores(wrong, mean, cov)) > z
 
 
 def test_sampling_distribution_approaches_exact_posterior_with_many_features():

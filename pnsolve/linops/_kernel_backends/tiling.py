@@ -13,7 +13,7 @@ import torch
 
 from ...kernels.base import StationaryKernel
 
-__all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_TILE", "tile_shape", "tiled_matmat"]
+__all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_TILE", "dense_block", "tile_shape", "tiled_matmat"]
 
 #: Default cap on the tile workspace in bytes (256 MiB; actual use is far smaller by default).
 DEFAULT_MAX_MEMORY = 256 * 2**20
@@ -123,4 +123,54 @@ def tiled_matmat(
     if stats is not None:
         stats["buffer_elements"] = max(stats.get("buffer_elements", 0), size)
         stats["tiles"] = stats.get("tiles", 0) + count
+    return out.mul_(kernel.outputscale_like(X1))
+
+
+#: Rows per in-place pass of :func:`dense_block` (keeps the scratch buffer small).
+DENSE_ROW_CHUNK = 256
+
+
+@torch.no_grad()
+def dense_block(
+    kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None
+) -> torch.Tensor:
+    """Dense ``K(X1, X2)`` without autograd: one output buffer, evaluated in place.
+
+    Row blocks of the output are written by one GEMM of the augmented inputs and turned
+    into kernel values in place by the kernel's ``profile_`` while they are still in
+    cache; no ``(n1, n2)`` temporaries besides the result.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel.
+    X1
+        Shape ``(n1, d)``.
+    X2
+        Shape ``(n2, d)``, or ``None`` for ``X2 = X1`` (self distances set to exact zeros).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(n1, n2)``.
+    """
+    sym = X2 is None
+    A = _augment(kernel, X1, left=True)
+    B = _augment(kernel, X1 if sym else X2, left=False)
+    n1, n2 = A.shape[0], B.shape[0]
+    out = torch.empty(n1, n2, dtype=X1.dtype, device=X1.device)
+    rows = max(1, min(n1, DENSE_ROW_CHUNK))
+    work = (
+        torch.empty(rows * n2, dtype=X1.dtype, device=X1.device) if kernel.tile_needs_work else None
+    )
+    negative = kernel.tile_factor < 0
+    for r0 in range(0, n1, rows):
+        r1 = min(n1, r0 + rows)
+        s = out[r0:r1]
+        torch.mm(A[r0:r1], B.mT, out=s)
+        if not negative:
+            s.clamp_min_(0.0)
+        if sym:
+            s.diagonal(r0).zero_()  # entries (i, i + r0)
+        kernel.profile_(s, None if work is None else work[: (r1 - r0) * n2].view(r1 - r0, n2))
     return out.mul_(kernel.outputscale_like(X1))
