@@ -89,3 +89,25 @@ def test_bad_input():
         gp.posterior(torch.full((2, 2), float("nan"), dtype=F64))
     with pytest.raises(ValueError, match="method"):
         gp.posterior(Xs, method="nope")
+
+
+def test_fit_exact_hyperparameters_raises_likelihood_and_noise_gradient():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(60, 2, generator=g, dtype=torch.float64)
+    y = torch.sin(4 * X[:, 0]) + 0.2 * torch.randn(60, generator=g, dtype=torch.float64)
+    k = pn.kernels.RBF(lengthscale=torch.ones(2, dtype=torch.float64))
+    fit = pn.gp.fit_exact_hyperparameters(k, X, y, noise=1.0, steps=30, lr=0.1)
+    assert fit.kernel is k and len(fit.log_marginal_likelihood) == 30
+    assert fit.log_marginal_likelihood[-1] > fit.log_marginal_likelihood[0]
+    assert fit.noise < 1.0  # the data are far less noisy than the start
+    # the LML accepts a differentiable noise tensor
+    log_noise = torch.tensor(-2.0, dtype=torch.float64, requires_grad=True)
+    gp = pn.gp.ExactGP(k, noise=0.1).fit(X, y)
+    gp.log_marginal_likelihood(noise=log_noise.exp()).backward()
+    assert log_noise.grad is not None and torch.isfinite(log_noise.grad)
+    with pytest.raises(ValueError, match="steps"):
+        pn.gp.fit_exact_hyperparameters(k, X, y, steps=0)
+    with pytest.raises(ValueError, match="noise"):
+        pn.gp.fit_exact_hyperparameters(k, X, y, noise=-1.0)
+    with pytest.raises(ValueError, match="noise"):
+        gp.log_marginal_likelihood(noise=torch.tensor([0.1, 0.2]))

@@ -138,7 +138,9 @@ def dense_block(
 
     Row blocks of the output are written by one GEMM of the augmented inputs and turned
     into kernel values in place by the kernel's ``profile_`` while they are still in
-    cache; no ``(n1, n2)`` temporaries besides the result.
+    cache; no ``(n1, n2)`` temporaries besides the result. For ``X2 = None`` only the
+    upper triangle is evaluated and mirrored, so ``K(X, X)`` is exactly symmetric with
+    its diagonal exactly ``outputscale``.
 
     Parameters
     ----------
@@ -147,7 +149,7 @@ def dense_block(
     X1
         Shape ``(n1, d)``.
     X2
-        Shape ``(n2, d)``, or ``None`` for ``X2 = X1`` (self distances set to exact zeros).
+        Shape ``(n2, d)``, or ``None`` for ``X2 = X1``.
 
     Returns
     -------
@@ -166,11 +168,18 @@ def dense_block(
     negative = kernel.tile_factor < 0
     for r0 in range(0, n1, rows):
         r1 = min(n1, r0 + rows)
-        s = out[r0:r1]
-        torch.mm(A[r0:r1], B.mT, out=s)
+        c0 = r0 if sym else 0  # symmetric: columns left of the block are mirrored below
+        s = out[r0:r1, c0:]
+        torch.mm(A[r0:r1], B[c0:].mT, out=s)
         if not negative:
             s.clamp_min_(0.0)
         if sym:
-            s.diagonal(r0).zero_()  # entries (i, i + r0)
-        kernel.profile_(s, None if work is None else work[: (r1 - r0) * n2].view(r1 - r0, n2))
+            s.diagonal().zero_()
+        shape = (r1 - r0, n2 - c0)
+        kernel.profile_(s, None if work is None else work[: shape[0] * shape[1]].view(shape))
+        if sym:
+            blk = out[r0:r1, r0:r1]
+            lower = torch.ones(blk.shape, dtype=torch.bool, device=blk.device).tril(-1)
+            blk.copy_(torch.where(lower, blk.mT, blk))  # mirror the upper triangle
+            out[r0:r1, :r0].copy_(out[:r0, r0:r1].mT)
     return out.mul_(kernel.outputscale_like(X1))
