@@ -10,6 +10,7 @@ iterative GPs' ``posterior(..., method="love")``), and :func:`fit_exact_hyperpar
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .itergp import IterGP
+from .iterncgp import IterNCGP, NewtonStep
 from .love import LoveCache
 from .pathwise import PathwiseSamples, sample_posterior
 from .posterior import GaussianPosterior
@@ -19,7 +20,9 @@ __all__ = [
     "ExactGP",
     "GaussianPosterior",
     "IterGP",
+    "IterNCGP",
     "LoveCache",
+    "NewtonStep",
     "PathwiseSamples",
     "fit_exact_hyperparameters",
     "sample_posterior",

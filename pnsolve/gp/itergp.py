@@ -8,7 +8,6 @@ import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..kernels.base import StationaryKernel
-from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
 from ..linops.kernel_matrix import KernelMatrix
 from ..linops.scaled_identity import ScaledIdentity
@@ -17,6 +16,7 @@ from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_noise, check_targets
+from .belief_posterior import belief_posterior, exact_variance
 from .love import LoveCache, check_rank
 from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
@@ -234,22 +234,16 @@ class IterGP:
 
     def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by batched CG solves with ``K̂``, shape ``(t,)``."""
-        with torch.no_grad():
-            KXs = KernelMatrix(self.kernel, self.X, Xs, backend=self.backend).to_dense()
-            rtol = 100 * torch.finfo(Xs.dtype).eps
-            W, _ = cg(self.A, KXs, rtol=rtol, maxiter=10 * self.X.shape[0])
-            return self.kernel.diag(Xs) - (KXs * W).sum(0)
+        cross = KernelMatrix(self.kernel, Xs, self.X, backend=self.backend)
+        return exact_variance(cross, self.kernel.diag(Xs), self.A)
 
     def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
-        with torch.no_grad():
-            cross = KernelMatrix(self.kernel, Xs, self.X, backend=self.backend)  # (t, n)
-            KV = cross @ torch.cat([belief.mean.unsqueeze(-1), belief.V], dim=1)  # (t, 1 + i)
-            mean = self.mean + KV[:, 0]
-            KV = KV[:, 1:]
-            var = self.kernel.diag(Xs) - (KV * KV).sum(1)
-
-        def cov() -> torch.Tensor:
-            with torch.no_grad():
-                return self.kernel(Xs) - KV @ KV.mT
-
-        return GaussianPosterior(mean, var, cov, lambda: self._exact_var(Xs))
+        return belief_posterior(
+            cross=KernelMatrix(self.kernel, Xs, self.X, backend=self.backend),
+            prior_var=self.kernel.diag(Xs),
+            prior_cov=lambda: self.kernel(Xs),
+            weights=belief.mean,
+            V=belief.V,
+            offset=self.mean,
+            A=self.A,
+        )

@@ -16,13 +16,10 @@ class GaussianPosterior:
 
     Built by :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP`; users read it.
 
-    Attributes
-    ----------
-    mean
-        Posterior mean, shape ``(t,)``.
-    var
-        Marginal variances, shape ``(t,)``: for IterGP the *combined* variance
-        (mathematical + computational).
+    :attr:`mean` and :attr:`var` have shape ``(t,)``, or ``(t, C)`` for ``C`` latent
+    functions (multi-class IterNCGP), whose joint covariance :meth:`cov` is stored in
+    class-major order ``[f_1(Xs); …; f_C(Xs)]``. For IterGP :attr:`var` is the
+    *combined* variance (mathematical + computational).
 
     Notes
     -----
@@ -38,9 +35,11 @@ class GaussianPosterior:
         cov: Callable[[], torch.Tensor],
         math_var: Callable[[], torch.Tensor] | None = None,
         root: Callable[[], torch.Tensor] | None = None,
+        num_latent: int = 1,
     ) -> None:
-        self.mean = mean
-        self.var = var
+        self.num_latent = num_latent
+        self._flat_mean = mean
+        self._flat_var = var
         self._cov = cov
         self._math_var_fn = math_var
         self._math_var: torch.Tensor | None = None
@@ -48,18 +47,34 @@ class GaussianPosterior:
         self._root: torch.Tensor | None = None
 
     @property
+    def mean(self) -> torch.Tensor:
+        """Posterior mean, shape ``(t,)`` (``(t, C)`` for ``C`` latent functions)."""
+        return self._present(self._flat_mean)
+
+    @property
+    def var(self) -> torch.Tensor:
+        """Marginal (combined) variance, shape ``(t,)`` (``(t, C)`` for ``C`` latents)."""
+        return self._present(self._flat_var)
+
+    @property
     def math_var(self) -> torch.Tensor:
-        """Mathematical (exact-GP) variance, shape ``(t,)``; computed on first access."""
+        """Mathematical (exact-GP) variance, shape of :attr:`var`; computed on first access."""
         if self._math_var_fn is None:
             return self.var
         if self._math_var is None:
             self._math_var = self._math_var_fn()
-        return self._math_var
+        return self._present(self._math_var)
 
     @property
     def comp_var(self) -> torch.Tensor:
-        """Computational variance ``var − math_var ≥ 0``, shape ``(t,)``."""
+        """Computational variance ``var − math_var ≥ 0``, shape of :attr:`var`."""
         return self.var - self.math_var
+
+    def _present(self, flat: torch.Tensor) -> torch.Tensor:
+        """Class-major flat ``(C t,)`` as ``(t, C)``; unchanged for one latent function."""
+        if self.num_latent == 1:
+            return flat
+        return flat.reshape(self.num_latent, -1).mT
 
     @property
     def std(self) -> torch.Tensor:
@@ -67,7 +82,10 @@ class GaussianPosterior:
         return self.var.clamp_min(0.0).sqrt()
 
     def cov(self) -> torch.Tensor:
-        """The full ``(t, t)`` covariance (forms ``t²`` entries: for small ``t``)."""
+        """The full ``(t, t)`` covariance (forms ``t²`` entries: for small ``t``).
+
+        For ``C`` latent functions: ``(C t, C t)`` in class-major order.
+        """
         return self._cov()
 
     def sample_root(self) -> torch.Tensor | None:
@@ -96,7 +114,7 @@ class GaussianPosterior:
         S = self.sample_root()
         if S is not None:
             Z = torch.randn(S.shape[1], s, generator=generator, dtype=S.dtype, device=S.device)
-            return self.mean.unsqueeze(-1) + S @ Z
+            return self._present_samples(self._flat_mean.unsqueeze(-1) + S @ Z)
         C = self.cov()
         C = 0.5 * (C + C.mT)
         L, info = torch.linalg.cholesky_ex(C)
@@ -104,7 +122,15 @@ class GaussianPosterior:
             jitter = torch.finfo(C.dtype).eps ** 0.5 * float(C.diagonal().mean().clamp_min(1e-300))
             L = torch.linalg.cholesky(C + jitter * torch.eye(C.shape[0], dtype=C.dtype))
         Z = torch.randn(C.shape[0], s, generator=generator, dtype=C.dtype, device=C.device)
-        return self.mean.unsqueeze(-1) + L @ Z
+        return self._present_samples(self._flat_mean.unsqueeze(-1) + L @ Z)
+
+    def _present_samples(self, F: torch.Tensor) -> torch.Tensor:
+        if self.num_latent == 1:
+            return F
+        return F.reshape(self.num_latent, -1, F.shape[-1]).permute(1, 0, 2)
 
     def __repr__(self) -> str:
-        return f"GaussianPosterior(t={self.mean.shape[0]}, dtype={self.mean.dtype})"
+        return (
+            f"GaussianPosterior(t={self.mean.shape[0]}, latent={self.num_latent}, "
+            f"dtype={self._flat_mean.dtype})"
+        )

@@ -16,6 +16,7 @@ from .diagonal import Diagonal
 from .kernel_matrix import KernelMatrix
 from .low_rank import LowRank
 from .product import Product
+from .repeated_block import RepeatedBlockDiagonal
 from .scaled import Scaled
 from .scaled_identity import ScaledIdentity
 from .sum import Sum
@@ -30,6 +31,7 @@ __all__ = [
     "LinearOperator",
     "LowRank",
     "Product",
+    "RepeatedBlockDiagonal",
     "Scaled",
     "ScaledIdentity",
     "Sum",

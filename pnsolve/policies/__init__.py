@@ -9,6 +9,7 @@ block of actions); the solver applies ``A`` to it once. Built-ins:
 - :class:`Random`: i.i.d. Gaussian, Rademacher or sparse-sign directions.
 - :class:`Lanczos`: orthonormal Krylov basis vectors (no extra product).
 - :class:`PseudoInput`: kernel columns ``k(X, z_j)`` at pseudo-inputs.
+- :class:`Recycled`: the actions of a :class:`~pnsolve.krylov.KrylovBuffer`, replayed.
 - :class:`Custom`: wrap a function of the state.
 - :class:`Switch`, :class:`Mixed`: compose policies by iteration or at random.
 """
@@ -20,6 +21,7 @@ from .custom import Custom
 from .lanczos_actions import Lanczos, LanczosMemory
 from .pseudo_input import PseudoInput, PseudoInputMemory
 from .random_actions import Random
+from .recycled import Recycled, RecycledMemory
 from .unit_vector import UnitVector, UnitVectorMemory
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "PseudoInput",
     "PseudoInputMemory",
     "Random",
+    "Recycled",
+    "RecycledMemory",
     "Switch",
     "UnitVector",
     "UnitVectorMemory",

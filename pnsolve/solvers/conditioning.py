@@ -117,18 +117,23 @@ class Conditioner:
         # measure G against the prior curvature too, else a direction already in span(V)
         # keeps its rounding noise as a "new" direction and corrupts the factors.
         scale = torch.maximum(scale, prior_curv)
-        band = 10.0 * self.sqrt_n * self.eps * float(scale.max())
-        lam, Q = torch.linalg.eigh(G) if G.shape[0] > 1 else (G[0], G.new_ones(1, 1))
+        # Equilibrate per column (block actions of very different norms, e.g. recycled
+        # CG directions, would otherwise lose their small columns to the band), then
+        # drop directions whose curvature is at rounding level relative to their own.
+        d = torch.where(scale > 0, scale, torch.ones_like(scale)).rsqrt()
+        Gs = G * d[:, None] * d[None, :]
+        band = 10.0 * self.sqrt_n * self.eps
+        lam, Q = torch.linalg.eigh(Gs) if Gs.shape[0] > 1 else (Gs[0], Gs.new_ones(1, 1))
         if self.shares and float(lam.min()) < -band:
             raise NotPositiveDefiniteError(
                 f"A is not positive definite: the action at iteration {iteration} (0-based) "
-                f"has negative curvature {float(lam.min()):.3e}",
+                f"has negative curvature {float(lam.min()) / float(d.max()) ** 2:.3e}",
                 iteration=iteration,
             )
         keep = lam > band
         if not bool(keep.any()):
             return None
-        B = Q[:, keep] * lam[keep].rsqrt()
+        B = d[:, None] * Q[:, keep] * lam[keep].rsqrt()
         Vn, AVn, Tn = C @ B, AC @ B, Tn @ B
         g = Tn.mT @ r
         self.V.append(Vn)

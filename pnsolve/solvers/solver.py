@@ -96,15 +96,16 @@ class ProbabilisticLinearSolver:
         validated when ``iterate`` is called, before the first state is produced.
         """
         A, b, x0 = self._check(A, b, x0, generator)
-        buffer = None if buffer is None else _check_buffer(buffer, A)
-        return self._loop(A, b, x0, buffer, generator)
+        replay = None if buffer is None else _check_buffer(buffer, A)
+        record = getattr(buffer, "record", None)
+        return self._loop(A, b, x0, replay, record, generator)
 
-    def _loop(self, A, b, x0, buffer, generator) -> Iterator[SolverState]:
+    def _loop(self, A, b, x0, replay, record, generator) -> Iterator[SolverState]:
         run = Conditioner(A, self.prior)
         with torch.no_grad():
             state = self._prior_state(run, A, b, x0, generator)
-            if buffer is not None:
-                state = self._replay(run, state, *buffer)
+            if replay is not None:
+                state = self._replay(run, state, *replay)
             state = _replace(state, stopping_memory=self.stopping.initial_memory(state))
             while True:
                 reason = state.stop_reason or self.stopping(state)
@@ -115,6 +116,8 @@ class ProbabilisticLinearSolver:
                 S, memory = self.policy(state, generator)  # policy
                 S = _check_actions(S, A, state.iteration, self.policy)
                 Z = _observe(A, S, state.iteration)  # information operator
+                if record is not None:  # a Krylov buffer keeps the action for later systems
+                    record(A, S, Z)
                 state = self._update(run, state, S, Z, memory)  # belief update
 
     def solve(
@@ -136,9 +139,12 @@ class ProbabilisticLinearSolver:
         x0
             Prior mean (default zero), shape ``(n,)``.
         buffer
-            Actions observed before, replayed without products with ``A``: any object
-            with ``actions`` and ``images`` tensors of shape ``(n, m)`` (``images = A
-            actions``), e.g. a :class:`pnsolve.krylov.KrylovBuffer`.
+            Actions observed before, replayed without products with ``A`` (the
+            *virtual solver run*: one block conditioning step, dependent directions
+            dropped): a :class:`pnsolve.krylov.KrylovBuffer` (images ``A S`` from its
+            fixed-part images, and each new action is recorded into it), or any object
+            with ``actions`` and ``images`` tensors of shape ``(n, m)``
+            (``images = A actions``).
         generator
             Randomness for stochastic policies and sampling (``torch.Generator``).
 
@@ -252,7 +258,9 @@ def _replace(state: SolverState, **changes: object) -> SolverState:
 def _check_buffer(buffer: object, A: LinearOperator) -> tuple[torch.Tensor, torch.Tensor]:
     """``(actions, images)`` of a buffer, checked against ``A``."""
     try:
-        S, Z = buffer.actions, buffer.images
+        S = buffer.actions
+        images_for = getattr(buffer, "images_for", None)
+        Z = images_for(A) if images_for is not None else buffer.images
     except AttributeError:
         raise TypeError(
             "buffer must provide `actions` and `images` tensors (images = A @ actions), "
