@@ -1,5 +1,6 @@
 """Data: UCI regression benchmarks with their standard splits, user CSV files, and
-synthetic generators (GP draws, Poisson counts, Gaussian-mixture classes).
+synthetic generators (GP draws, Poisson counts, Gaussian-mixture classes), and the
+digits classification set (through scikit-learn).
 
 Every loader returns typed results with torch tensors in the requested dtype and
 device; every generator takes an explicit ``torch.Generator``.
@@ -7,12 +8,14 @@ device; every generator takes an explicit ``torch.Generator``.
 
 from .csv import load_csv
 from .dataset import Dataset
+from .digits import ClassificationData, load_digits
 from .gp_draws import GPDraws, gp_draws
 from .mixture import GaussianMixtureClasses, gaussian_mixture_classes
 from .poisson import PoissonCounts, poisson_counts
 from .uci import available_uci, load_uci, uci_roots
 
 __all__ = [
+    "ClassificationData",
     "Dataset",
     "GPDraws",
     "GaussianMixtureClasses",
@@ -21,6 +24,7 @@ __all__ = [
     "gaussian_mixture_classes",
     "gp_draws",
     "load_csv",
+    "load_digits",
     "load_uci",
     "poisson_counts",
     "uci_roots",
