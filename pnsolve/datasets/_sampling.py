@@ -55,7 +55,7 @@ def sample_gp_prior(
     if not jitter > 0:
         raise ValueError(f"jitter must be positive, got {jitter}")
     n = K.shape[0]
-    K = 0.5 * (K + K.mT)
+    K = 0.5 * (K.detach() + K.detach().mT)  # data generation: no gradients wanted
     scale = float(K.diagonal().mean()) if n else 1.0
     eye = torch.eye(n, dtype=K.dtype, device=K.device)
     tau = jitter * max(scale, 1e-300)
