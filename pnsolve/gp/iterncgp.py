@@ -350,6 +350,20 @@ class IterNCGP:
             ``p(y = 1)`` of shape ``(t,)`` (Bernoulli), class probabilities ``(t, C)``
             (Softmax) or expected rates ``(t,)`` (Poisson).
         """
+        return self.predict(Xs, method, num_samples, generator)
+
+    def predict(
+        self,
+        Xs: torch.Tensor,
+        method: str = "probit",
+        num_samples: int = 1000,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """The likelihood's prediction at ``Xs``: the same as :meth:`predict_proba`.
+
+        Reads naturally for counts: expected Poisson rates ``E[exp f]`` of shape
+        ``(t,)``; for classification, class probabilities.
+        """
         post = self.posterior(Xs)
         return self.likelihood.predict(
             post.mean,
