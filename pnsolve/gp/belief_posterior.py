@@ -14,16 +14,34 @@ __all__ = ["belief_posterior", "exact_variance"]
 
 
 def exact_variance(
-    cross: LinearOperator, prior_var: torch.Tensor, A: LinearOperator
+    cross: LinearOperator,
+    prior_var: torch.Tensor,
+    A: LinearOperator,
+    projector: LinearOperator | None = None,
 ) -> torch.Tensor:
-    """``k(x, x) − k(x, X) A⁻¹ k(X, x)`` by batched CG to rounding level; shape ``(t,)``.
+    """``k(x, x) − k(x, X) A⁺ k(X, x)`` by batched CG to rounding level; shape ``(T,)``.
 
-    Forms the ``(N, t)`` cross-covariance: an analysis path, not the fast one.
+    Forms the ``(N, T)`` cross-covariance: an analysis path, not the fast one. With a
+    ``projector`` ``P`` (``A`` positive definite on ``range P`` only, e.g. the softmax
+    system ``P K P + W⁺``) the columns are projected first.
+
+    Raises
+    ------
+    ArithmeticError
+        If CG does not reach the tolerance (an exact split cannot be claimed).
     """
     with torch.no_grad():
         KXs = cross.to_dense().mT
+        if projector is not None:
+            KXs = projector @ KXs
         rtol = 100 * torch.finfo(KXs.dtype).eps
-        W, _ = cg(A, KXs, rtol=rtol, maxiter=10 * A.shape[0])
+        W, info = cg(A, KXs, rtol=rtol, maxiter=10 * A.shape[0])
+        if not info.success:
+            raise ArithmeticError(
+                f"the exact variance needs solves with K̂ to relative residual {rtol:.1e}; CG "
+                f"stopped with {info.stop_reason.name} after {info.iterations} iterations "
+                "(K̂ too ill-conditioned for an iterative reference)"
+            )
         return prior_var - (KXs * W).sum(0)
 
 
@@ -37,6 +55,7 @@ def belief_posterior(
     offset: float,
     A: LinearOperator,
     num_latent: int = 1,
+    projector: LinearOperator | None = None,
 ) -> GaussianPosterior:
     """Mean ``offset + k(Xs, X) v`` and covariance ``k(Xs, Xs) − k(Xs, X) V Vᵀ k(X, Xs)``.
 
@@ -63,6 +82,8 @@ def belief_posterior(
         The system ``K̂`` the belief is about (for the exact variance).
     num_latent
         ``C``: the posterior presents mean and variance with shape ``(t, C)`` when ``C > 1``.
+    projector
+        ``P`` when ``A`` is positive definite only on ``range P`` (see :func:`exact_variance`).
     """
     with torch.no_grad():
         KV = cross @ torch.cat([weights.unsqueeze(-1), V], dim=1)  # (T, 1 + i)
@@ -75,5 +96,9 @@ def belief_posterior(
             return prior_cov() - KV @ KV.mT
 
     return GaussianPosterior(
-        mean, var, cov, lambda: exact_variance(cross, prior_var, A), num_latent=num_latent
+        mean,
+        var,
+        cov,
+        lambda: exact_variance(cross, prior_var, A, projector),
+        num_latent=num_latent,
     )

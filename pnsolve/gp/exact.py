@@ -208,7 +208,9 @@ class ExactGP:
             Noise variance to use instead of ``self.noise``: a positive float or a 0-d
             tensor (gradients flow into it, e.g. ``log_noise.exp()`` when fitting).
         """
-        if X is None or y is None:
+        if (X is None) != (y is None):
+            raise ValueError("pass both X and y, or neither (then the fitted data are used)")
+        if X is None:
             self._require_fit()
             X, y = self.X, self.y
         X = check_inputs(X, "X")

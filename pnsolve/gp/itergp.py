@@ -161,7 +161,10 @@ class IterGP:
             ``"belief"`` (default: covariance from the solver's belief ``C_i``) or
             ``"love"`` (mean from the belief, variances from a
             :class:`~pnsolve.gp.LoveCache` of ``K̂ = self.A``; ``sample`` then uses a
-            second Lanczos on the test covariance).
+            second Lanczos on the test covariance). The LOVE variance replaces the
+            belief's: its ``comp_var`` is LOVE's own computational uncertainty (rank
+            ``k`` Lanczos on the exact ``K̂``), not the fit's; for the fit's combined
+            uncertainty use ``method="belief"``.
         rank
             Lanczos steps for ``method="love"`` when no ``cache`` is given.
         probe

@@ -24,6 +24,7 @@ from ..krylov.buffer import KrylovBuffer
 from ..likelihoods.base import Likelihood
 from ..likelihoods.gaussian import Gaussian
 from ..linops.base import LinearOperator
+from ..linops.closure import Closure
 from ..linops.kernel_matrix import KernelMatrix
 from ..linops.repeated_block import RepeatedBlockDiagonal
 from ..linops.sum import Sum
@@ -36,6 +37,9 @@ from .belief_posterior import belief_posterior
 from .posterior import GaussianPosterior
 
 __all__ = ["IterNCGP", "NewtonStep"]
+
+#: Step halvings tried before declaring that the inexact Newton direction is no ascent.
+MAX_HALVINGS = 30
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,11 @@ class NewtonStep:
         RMS change of the latent mode ``‖f_{t+1} − f_t‖ / √N``.
     log_likelihood
         ``Σ log p(y | f_{t+1})`` at the new mode.
+    step_size
+        Fraction of the (inexact) Newton step taken (``1`` unless step halving on the
+        Laplace objective shortened it; ``0``: no ascent found, the loop stopped).
+    objective
+        The Laplace objective ``Ψ = Σ log p(y | f) − ½ (f − μ)ᵀ K⁻¹ (f − μ)`` after the step.
     """
 
     step: int
@@ -64,6 +73,8 @@ class NewtonStep:
     buffer_size: int
     change: float
     log_likelihood: float
+    step_size: float
+    objective: float
 
 
 class IterNCGP:
@@ -105,6 +116,24 @@ class IterNCGP:
         The Krylov buffer (``None`` without recycling).
     f
         Latent mode at the training inputs, shape ``(n,)`` or ``(n, C)``.
+    weights
+        ``a = K⁻¹ (f − μ)`` at the mode, shape ``(C n,)``: the posterior mean is
+        ``μ + k(x, X) a``.
+    converged, stop_reason
+        Whether the Newton loop met ``newton_tol``; ``"converged"``,
+        ``"max_newton_steps"`` or ``"no_ascent"`` (step halving on the Laplace objective
+        found no increase along the inexact Newton direction: give the inner solver
+        more iterations).
+
+    Notes
+    -----
+    Each Newton direction comes from an inexact inner solve; the step is halved until
+    the Laplace objective ``Ψ(f) = Σ log p(y|f) − ½ (f − μ)ᵀ K⁻¹ (f − μ)`` does not
+    decrease (evaluated without products with ``K``). For the softmax the regression
+    runs on ``P K P + W⁺`` with ``P`` the per-point projector off the all-ones
+    direction, the only directions the likelihood informs; the posterior covariance is
+    then the Laplace covariance ``(K⁻¹ + W)⁻¹`` (the unprojected ``K + W⁺`` would
+    treat the per-point class sum as observed without noise).
 
     Examples
     --------
@@ -160,6 +189,8 @@ class IterNCGP:
         self.mean = float(mean)
         self.backend = backend
         self.X: torch.Tensor | None = None
+        self._P: LinearOperator | None = None
+        self._f_cache: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ operators
     @property
@@ -241,19 +272,24 @@ class IterNCGP:
         Kop: LinearOperator,
         generator: torch.Generator | None,
     ) -> Iterator[tuple[int, SolverState, GaussianPosterior | None]]:
+        lik = self.likelihood
         N = Kop.shape[0]
-        self.X, self.y, self.K = X, y, Kop
-        self.buffer = KrylovBuffer(Kop) if self.recycle else None
+        P = lik.latent_projector(X.shape[0], X.dtype, X.device)
+        Keff = Kop if P is None else _sandwich(P, Kop)  # P K P: the informed directions
+        self.X, self.y, self.K, self._P = X, y, Kop, P
+        self.buffer = KrylovBuffer(Keff) if self.recycle else None
         self.steps: list[NewtonStep] = []
-        f = torch.full((N,), self.mean, dtype=X.dtype, device=X.device)
-        steps = 1 if isinstance(self.likelihood, Gaussian) else self.max_newton_steps
+        self.converged, self.stop_reason = False, "max_newton_steps"
+        gaussian = isinstance(lik, Gaussian)
+        h = torch.zeros(N, dtype=X.dtype, device=X.device)  # P (f − μ)
+        a = torch.zeros_like(h)  # K⁻¹ (f − μ), in range P
+        psi = self._objective(h, a, y)
         with torch.no_grad():
-            for t in range(steps):
-                F = self.likelihood.unflatten(f)
-                g = self.likelihood.flatten(self.likelihood.gradient(F, y))
-                noise = self.likelihood.noise(F, y)
-                target = (f - self.mean) + noise @ g  # pseudo-targets minus the prior mean
-                A = Sum(Kop, noise)
+            for t in range(1 if gaussian else self.max_newton_steps):
+                F = lik.unflatten(self.mean + h)
+                noise = lik.noise(F, y)
+                target = h + noise @ lik.flatten(lik.gradient(F, y))  # pseudo-targets − μ
+                A = Sum(Keff, noise)
                 state = None
                 inner = self.solver.iterate(A, target, buffer=self.buffer, generator=generator)
                 for state in inner:
@@ -261,34 +297,75 @@ class IterNCGP:
                     post = None if Xs is None else self._posterior(Xs, state.belief)
                     yield t, state, post
                 v = state.belief.mean
-                Kv = target - state.residual - noise @ v  # K v = A v − W⁻¹ v, no K product
-                f_new = self.mean + Kv
-                change = float(torch.linalg.vector_norm(f_new - f)) / math.sqrt(N)
-                f = f_new
+                h_new = target - state.residual - noise @ v  # K v = A v − W⁻¹ v: no K product
+                a_new = v if P is None else P @ v
+                step, h_try, a_try, psi_try = self._step_size(h, a, psi, h_new, a_new, y, gaussian)
                 if self.buffer is not None and self.max_rank is not None:
                     self.buffer.compress(self.max_rank, A)
-                ll = self.likelihood.log_likelihood(self.likelihood.unflatten(f), y).sum()
-                self.steps.append(
-                    NewtonStep(
-                        step=t,
-                        iterations=state.iteration,
-                        products=state.products,
-                        buffer_size=0 if self.buffer is None else self.buffer.size,
-                        change=change,
-                        log_likelihood=float(ll),
-                    )
-                )
-                if change <= self.newton_tol:
+                if step == 0.0:  # no ascent along the inexact Newton direction
+                    self.stop_reason = "no_ascent"
+                    self._record(t, state, 0.0, 0.0, psi, float(a @ h))
                     break
-        self.f = self.likelihood.unflatten(f)
-        self._f_flat = f
+                change = float(torch.linalg.vector_norm(h_try - h)) / math.sqrt(N)
+                h, a, psi = h_try, a_try, psi_try
+                self._record(t, state, step, change, psi, float(a @ h))
+                if gaussian or change <= self.newton_tol:
+                    self.converged, self.stop_reason = True, "converged"
+                    break
+        self._h, self.weights = h, a
+        self._f_cache = None
+
+    def _objective(self, h: torch.Tensor, a: torch.Tensor, y: torch.Tensor) -> float:
+        """``Ψ = Σ log p(y | μ + h) − ½ aᵀ h`` (the Laplace objective; ``aᵀh = (f−μ)ᵀK⁻¹(f−μ)``)."""
+        ll = self.likelihood.log_likelihood(self.likelihood.unflatten(self.mean + h), y).sum()
+        return float(ll) - 0.5 * float(a @ h)
+
+    def _step_size(self, h, a, psi, h_new, a_new, y, gaussian):
+        """Step halving on ``Ψ`` along the (inexact) Newton direction; ``step = 0``: none found.
+
+        Ψ at a trial point needs no product with ``K`` (``h`` and ``a = K⁻¹(f − μ)`` are
+        both interpolated). A Gaussian likelihood takes the full step (one Newton step is
+        the exact posterior mean, as in IterGP).
+        """
+        if gaussian:
+            return 1.0, h_new, a_new, self._objective(h_new, a_new, y)
+        slack = 100.0 * torch.finfo(h.dtype).eps * (1.0 + abs(psi))
+        step = 1.0
+        for _ in range(MAX_HALVINGS):
+            h_try = h + step * (h_new - h)
+            a_try = a + step * (a_new - a)
+            psi_try = self._objective(h_try, a_try, y)
+            if psi_try >= psi - slack:
+                return step, h_try, a_try, psi_try
+            step *= 0.5
+        return 0.0, h, a, psi
+
+    def _record(
+        self, t: int, state: SolverState, step: float, change: float, psi: float, ah: float
+    ) -> None:
+        self.steps.append(
+            NewtonStep(
+                step=t,
+                iterations=state.iteration,
+                products=state.products,
+                buffer_size=0 if self.buffer is None else self.buffer.size,
+                change=change,
+                log_likelihood=psi + 0.5 * ah,
+                step_size=step,
+                objective=psi,
+            )
+        )
 
     # ------------------------------------------------------------------ prediction
     def _require_fit(self) -> None:
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
 
-    def _posterior(self, Xs: torch.Tensor, belief) -> GaussianPosterior:
+    def _posterior(
+        self, Xs: torch.Tensor, belief, weights: torch.Tensor | None = None
+    ) -> GaussianPosterior:
+        """Mean ``μ + k(Xs, X) a`` (``a`` = ``weights``, default the belief's mean) and the
+        belief's combined covariance."""
         C = self.num_latent
         prior_var = self.kernel.diag(Xs).repeat(C)
 
@@ -300,11 +377,12 @@ class IterNCGP:
             cross=self._cross(Xs),
             prior_var=prior_var,
             prior_cov=prior_cov,
-            weights=belief.mean,
+            weights=belief.mean if weights is None else weights,
             V=belief.V,
             offset=self.mean,
             A=self.A,
             num_latent=C,
+            projector=self._P,
         )
 
     def posterior(self, Xs: torch.Tensor) -> GaussianPosterior:
@@ -320,7 +398,21 @@ class IterNCGP:
         """
         self._require_fit()
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
-        return self._posterior(Xs, self.belief)
+        return self._posterior(Xs, self.belief, self.weights)
+
+    @property
+    def f(self) -> torch.Tensor:
+        """Latent mode ``μ + K a`` at the training inputs, shape ``(n,)`` or ``(n, C)``.
+
+        For the softmax the Newton loop only tracks the projected part ``P (f − μ)``
+        (the likelihood is blind to the rest); the full mode costs one product with
+        ``K`` on first access.
+        """
+        self._require_fit()
+        if self._f_cache is None:
+            flat = self.mean + (self._h if self._P is None else self.K @ self.weights)
+            self._f_cache = self.likelihood.unflatten(flat)
+        return self._f_cache
 
     def predict_proba(
         self,
@@ -365,13 +457,34 @@ class IterNCGP:
         ``(t,)``; for classification, class probabilities.
         """
         post = self.posterior(Xs)
+        var = post.var
+        with torch.no_grad():
+            scale = float(self.kernel.diag(Xs[:1])[0])
+        floor = -100.0 * torch.finfo(var.dtype).eps * scale
+        if bool((var < floor).any()):
+            raise ArithmeticError(
+                f"negative latent variance {float(var.min()):.3e}: the belief is inconsistent "
+                "with the kernel (was the kernel changed after fit?)"
+            )
         return self.likelihood.predict(
             post.mean,
-            post.var.clamp_min(0.0),
+            var.clamp_min(0.0),  # only rounding-level negatives reach here
             method=method,
             num_samples=num_samples,
             generator=generator,
         )
+
+
+def _sandwich(P: LinearOperator, K: LinearOperator) -> LinearOperator:
+    """``P K P`` for a symmetric projector ``P`` (one product with ``K`` per product)."""
+    return Closure(
+        lambda V: P @ (K @ (P @ V)),
+        K.shape,
+        dtype=K.dtype,
+        device=K.device,
+        is_symmetric=True,
+        is_psd=True,
+    )
 
 
 def _check_prior(K: object, X: torch.Tensor, C: int) -> LinearOperator:

@@ -167,6 +167,8 @@ class LoveCache:
         cross
             The cross-covariance ``k(Xs, X)``, shape ``(t, n)``: a tensor or a
             (matrix-free) operator such as ``kernel.linop(Xs, X)``, which never forms it.
+            (Test points index the rows; the 0.x releases before the LOVE rework took
+            ``k(X, Xs)``, and for ``t = n`` that orientation cannot be detected.)
         """
         if isinstance(cross, LinearOperator):
             if cross.shape[1] != self.R.shape[0]:

@@ -120,7 +120,9 @@ class GaussianPosterior:
         L, info = torch.linalg.cholesky_ex(C)
         if int(info) != 0:
             jitter = torch.finfo(C.dtype).eps ** 0.5 * float(C.diagonal().mean().clamp_min(1e-300))
-            L = torch.linalg.cholesky(C + jitter * torch.eye(C.shape[0], dtype=C.dtype))
+            L = torch.linalg.cholesky(
+                C + jitter * torch.eye(C.shape[0], dtype=C.dtype, device=C.device)
+            )
         Z = torch.randn(C.shape[0], s, generator=generator, dtype=C.dtype, device=C.device)
         return self._present_samples(self._flat_mean.unsqueeze(-1) + L @ Z)
 

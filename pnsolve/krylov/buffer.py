@@ -195,11 +195,14 @@ class KrylovBuffer:
         AS = Z if A is None else self.images_for(A)
         G = S.mT @ AS
         G = 0.5 * (G + G.mT)
-        lam, Q = torch.linalg.eigh(G)
+        # equilibrate (columns of different A-norms), then drop directions whose
+        # curvature is at rounding level relative to their own, or negative
+        diag = G.diagonal()
+        d = torch.where(diag > 0, diag, torch.ones_like(diag)).rsqrt()
+        lam, Q = torch.linalg.eigh(G * d[:, None] * d[None, :])
         eps = torch.finfo(G.dtype).eps
-        top = float(lam.abs().max())
-        keep = lam > 10.0 * math.sqrt(S.shape[0]) * eps * top
-        B = Q[:, keep] * lam[keep].rsqrt()
+        keep = lam > 10.0 * math.sqrt(S.shape[0]) * eps * float(lam.abs().max())
+        B = d[:, None] * Q[:, keep] * lam[keep].rsqrt()
         ZB = Z @ B
         H = ZB.mT @ ZB
         H = 0.5 * (H + H.mT)

@@ -27,15 +27,21 @@ _MC_CHUNK = 1 << 22
 
 
 def curvature_floor(dtype: torch.dtype) -> float:
-    """Smallest curvature (and class probability) the likelihoods use: ``eps(dtype)``.
+    """Smallest curvature (and class probability) the likelihoods use: ``√eps(dtype)``.
 
     Diagonal curvatures ``W_ii`` (Bernoulli, Poisson) and the class probabilities in the
     Softmax pseudo-inverse are clamped below at this value, so that ``W⁻¹`` (``W⁺``) stays
-    finite and bounded by ``1/eps`` (``4.5e15`` in float64, ``8.4e6`` in float32): a
-    point whose curvature underflows is treated as carrying (numerically) almost no
-    information instead of producing ``inf`` noise. Curvatures above the floor are exact.
+    finite and bounded by ``1/√eps`` (``6.7e7`` in float64, ``2.9e3`` in float32): a point
+    whose curvature underflows is treated as carrying (numerically) almost no
+    information instead of producing ``inf`` noise. The bound keeps the rounding error
+    of recovering ``K v = A v − W⁻¹ v`` (IterNCGP) and ``K S = A S − W⁻¹ S`` (Krylov
+    buffers) at ``√eps`` relative to the data instead of ``O(1)``. It only changes
+    points whose curvature is below ``√eps`` (logit ``|f| ≳ 18`` in float64, ``≳ 8`` in
+    float32), whose influence on the posterior is at that level. Curvatures above the
+    floor are exact.
     """
-    return float(torch.finfo(dtype).eps)
+    # rounded to the dtype, so that clamped values compare exactly against it
+    return float(torch.tensor(float(torch.finfo(dtype).eps) ** 0.5, dtype=dtype))
 
 
 class Likelihood(abc.ABC):
@@ -67,6 +73,20 @@ class Likelihood(abc.ABC):
     analytic_methods: tuple[str, ...] = ("probit",)
 
     # ------------------------------------------------------------- to implement
+    def latent_projector(
+        self, n: int, dtype: torch.dtype, device: torch.device
+    ) -> LinearOperator | None:
+        """Projector onto the latent directions the likelihood depends on, or ``None`` (all).
+
+        The softmax is invariant to adding a constant to every class of a point; its
+        projector removes that per-point mean (``P = I − 11ᵀ/C`` per point). IterNCGP
+        runs its Newton regressions on the projected prior ``P K P`` so that the Laplace
+        covariance ``(K⁻¹ + W)⁻¹`` keeps the prior variance along the uninformed
+        directions (using ``W⁺`` with the unprojected ``K`` would treat them as observed
+        without noise).
+        """
+        return None
+
     @abc.abstractmethod
     def check_targets(self, y: torch.Tensor) -> torch.Tensor:
         """Validate observed targets ``y`` of shape ``(n,)`` and return them as a tensor.

@@ -6,6 +6,8 @@ import math
 
 import torch
 
+from ..linops.base import LinearOperator
+from ..linops.closure import Closure
 from ._targets import check_class_labels
 from .base import Likelihood
 from .softmax_hessian import SoftmaxHessian, SoftmaxHessianPinv
@@ -58,6 +60,20 @@ class Softmax(Likelihood):
 
     def __repr__(self) -> str:
         return f"Softmax(num_classes={self.num_latent})"
+
+    def latent_projector(
+        self, n: int, dtype: torch.dtype, device: torch.device
+    ) -> LinearOperator:
+        """``P = blkdiag_i(I − 11ᵀ/C)`` on the class-major latent vector (``O(nC)``)."""
+        C = self._num_classes
+
+        def matmat(X: torch.Tensor) -> torch.Tensor:
+            B = X.reshape(C, n, X.shape[-1])
+            return (B - B.mean(0, keepdim=True)).reshape(C * n, X.shape[-1])
+
+        return Closure(
+            matmat, (C * n, C * n), dtype=dtype, device=device, is_symmetric=True, is_psd=True
+        )
 
     def check_targets(self, y: torch.Tensor) -> torch.Tensor:
         """Class indices in ``{0, …, C−1}`` (integer or integral floating), returned int64."""
