@@ -284,6 +284,7 @@ class IterNCGP:
         h = torch.zeros(N, dtype=X.dtype, device=X.device)  # P (f − μ)
         a = torch.zeros_like(h)  # K⁻¹ (f − μ), in range P
         psi = self._objective(h, a, y)
+        self._h, self.weights, self._f_cache = h, a, None  # readable while iterating
         with torch.no_grad():
             for t in range(1 if gaussian else self.max_newton_steps):
                 F = lik.unflatten(self.mean + h)
@@ -308,6 +309,7 @@ class IterNCGP:
                     break
                 change = float(torch.linalg.vector_norm(h_try - h)) / math.sqrt(N)
                 h, a, psi = h_try, a_try, psi_try
+                self._h, self.weights = h, a
                 self._record(t, state, step, change, psi, float(a @ h))
                 if gaussian or change <= self.newton_tol:
                     self.converged, self.stop_reason = True, "converged"

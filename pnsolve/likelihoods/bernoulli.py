@@ -28,10 +28,10 @@ class Bernoulli(Likelihood):
       ``W = r (z + r)`` (in ``(0, 1)``; for ``z ≪ 0``, ``z + r ≈ −1/z`` loses about
       ``log10(z²)`` digits, e.g. 4 in float32 at ``z = −100``, where ``W ≈ 1 − 1/z²``).
 
-    ``W`` is diagonal; it is clamped below at :func:`curvature_floor` (``eps`` of the
+    ``W`` is diagonal; it is clamped below at :func:`curvature_floor` (``√eps`` of the
     dtype; the probit ``W`` also above at its supremum ``1``, against rounding in
-    ``z + r`` for ``z ≪ 0``), so that ``W⁻¹ ≤ 1/eps`` stays finite when the curvature
-    underflows (``|f| ≳ 36`` for the logit link in float64).
+    ``z + r`` for ``z ≪ 0``), so that ``W⁻¹ ≤ 1/√eps`` stays finite and well scaled when
+    the curvature is tiny (``|f| ≳ 18`` for the logit link in float64).
 
     Parameters
     ----------

@@ -16,8 +16,8 @@ class Poisson(Likelihood):
 
     ``log p = y f − e^f − log Γ(y + 1)``, ``g = y − e^f``, ``W = diag(e^f)``,
     ``W⁻¹ = diag(e^{−f})``. ``W`` is clamped below at :func:`curvature_floor`
-    (``eps`` of the dtype) so that ``W⁻¹ ≤ 1/eps`` stays finite when ``e^f``
-    underflows (``f ≲ −36`` in float64, ``f ≲ −16`` in float32).
+    (``√eps`` of the dtype) so that ``W⁻¹ ≤ 1/√eps`` stays finite and well scaled when
+    ``e^f`` is tiny (``f ≲ −18`` in float64, ``f ≲ −8`` in float32).
 
     Notes
     -----

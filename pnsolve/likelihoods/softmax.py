@@ -61,9 +61,7 @@ class Softmax(Likelihood):
     def __repr__(self) -> str:
         return f"Softmax(num_classes={self.num_latent})"
 
-    def latent_projector(
-        self, n: int, dtype: torch.dtype, device: torch.device
-    ) -> LinearOperator:
+    def latent_projector(self, n: int, dtype: torch.dtype, device: torch.device) -> LinearOperator:
         """``P = blkdiag_i(I − 11ᵀ/C)`` on the class-major latent vector (``O(nC)``)."""
         C = self._num_classes
 

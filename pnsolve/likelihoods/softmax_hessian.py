@@ -121,7 +121,7 @@ class SoftmaxHessianPinv(_ClassMajor):
     again. Entries: ``M_ab = δ_ab/p_a − (1/p_a + 1/p_b)/C + (Σ_c 1/p_c)/C²``.
 
     Probabilities are clamped below at :func:`~pnsolve.likelihoods.curvature_floor`
-    (``eps`` of the dtype) inside ``D⁻¹``, so ``W⁺`` stays finite when a class
+    (``√eps`` of the dtype) inside ``D⁻¹``, so ``W⁺`` stays finite when a class
     probability underflows; for probabilities above the floor the formula is exact.
 
     Parameters
