@@ -16,6 +16,7 @@ SCRIPTS = [
     "bench_ulisse.py",
     "bench_itergp.py",
     "bench_love.py",
+    "bench_iterncgp.py",
 ]
 
 
