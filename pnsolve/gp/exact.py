@@ -11,13 +11,13 @@ from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from ._checks import check_inputs, check_noise, check_targets
 from .love import LoveCache, check_rank
-from .love_posterior import love_posterior, resolve_love_cache
+from .love_posterior import LoveCacheBuilder, love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["ExactGP"]
 
 
-class ExactGP:
+class ExactGP(LoveCacheBuilder):
     """GP regression with a dense Cholesky factorisation of ``K̂ = K(X, X) + σ² I``.
 
     Parameters
@@ -155,32 +155,6 @@ class ExactGP:
                 return self.kernel(Xs) - W.mT @ W
 
         return GaussianPosterior(mean, var, cov)
-
-    def build_love_cache(
-        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
-    ) -> LoveCache:
-        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
-
-        Parameters
-        ----------
-        rank
-            Lanczos steps.
-        probe
-            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
-            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
-            of CG on the training system).
-        Xs
-            Representative test inputs, shape ``(t, d)``, for the default probe.
-        """
-        self._require_fit()
-        check_rank(rank)
-        if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
-        cache = resolve_love_cache(
-            self.A, self.kernel, self.X, Xs, rank, probe, None, "auto", self._residual()
-        )
-        self.love_cache = cache
-        return cache
 
     def _residual(self) -> torch.Tensor:
         return self.y - self.mean

@@ -18,13 +18,13 @@ from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_noise, check_targets
 from .belief_posterior import belief_posterior, exact_variance
 from .love import LoveCache, check_rank
-from .love_posterior import love_posterior, resolve_love_cache
+from .love_posterior import LoveCacheBuilder, love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["IterGP"]
 
 
-class IterGP:
+class IterGP(LoveCacheBuilder):
     """Computation-aware GP regression (Wenger et al.; DESIGN §5).
 
     :meth:`fit` runs the probabilistic linear solver on ``K̂ = K(X, X) + σ² I`` for the
@@ -74,6 +74,7 @@ class IterGP:
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
         self.backend = backend
+        self._kernel_backend = backend
         self.X: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ fitting
@@ -202,31 +203,6 @@ class IterGP:
                 math_var=lambda: self._exact_var(Xs),
             )
         return self._posterior(Xs, self.belief)
-
-    def build_love_cache(
-        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
-    ) -> LoveCache:
-        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
-
-        Parameters
-        ----------
-        rank
-            Lanczos steps (matrix-free products with ``K̂``).
-        probe
-            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
-            when ``Xs`` is given, else the centred targets ``y − μ``.
-        Xs
-            Representative test inputs, shape ``(t, d)``, for the default probe.
-        """
-        self._require_fit()
-        check_rank(rank)
-        if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
-        cache = resolve_love_cache(
-            self.A, self.kernel, self.X, Xs, rank, probe, None, self.backend, self._residual()
-        )
-        self.love_cache = cache
-        return cache
 
     def _require_fit(self) -> None:
         if self.X is None:

@@ -9,11 +9,12 @@ import torch
 from ..kernels.base import StationaryKernel
 from ..linops.base import LinearOperator
 from ..linops.kernel_matrix import KernelMatrix
+from ._checks import check_inputs
 from .love import LoveCache, default_probe
 from .love_sampling import lanczos_root, predictive_covariance
 from .posterior import GaussianPosterior
 
-__all__ = ["love_posterior", "resolve_love_cache"]
+__all__ = ["LoveCacheBuilder", "love_posterior", "resolve_love_cache"]
 
 
 def resolve_love_cache(
@@ -103,3 +104,54 @@ def love_posterior(
             return lanczos_root(C, cache.rank, start)
 
     return GaussianPosterior(mean, var, cov, math_var, root=root)
+
+
+class LoveCacheBuilder:
+    """Mixin giving a fitted GP model :meth:`build_love_cache`.
+
+    The model provides ``A`` (``K̂``), ``kernel``, ``X``, ``y``, ``mean``,
+    ``_require_fit()`` and ``_kernel_backend``.
+    """
+
+    _kernel_backend: str = "auto"
+
+    def build_love_cache(
+        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+    ) -> LoveCache:
+        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps (products with ``K̂``).
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
+            of CG on the training system).
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+
+        Returns
+        -------
+        LoveCache
+            The cache, also kept as ``self.love_cache``.
+        """
+        from .love import check_rank
+
+        self._require_fit()
+        check_rank(rank)
+        if Xs is not None:
+            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        cache = resolve_love_cache(
+            self.A,
+            self.kernel,
+            self.X,
+            Xs,
+            rank,
+            probe,
+            None,
+            self._kernel_backend,
+            self.y - self.mean,
+        )
+        self.love_cache = cache
+        return cache
