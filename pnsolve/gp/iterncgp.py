@@ -29,6 +29,7 @@ from ..linops.kernel_matrix import KernelMatrix
 from ..linops.repeated_block import RepeatedBlockDiagonal
 from ..linops.sum import Sum
 from ..policies.base import Policy
+from ..policies.projected import Projected
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
@@ -62,7 +63,8 @@ class NewtonStep:
         ``Σ log p(y | f_{t+1})`` at the new mode.
     step_size
         Fraction of the (inexact) Newton step taken (``1`` unless step halving on the
-        Laplace objective shortened it; ``0``: no ascent found, the loop stopped).
+        Laplace objective shortened it; ``0``: no ascent found, the mode is unchanged
+        and, with recycling, the next step refines the same Newton system).
     objective
         The Laplace objective ``Ψ = Σ log p(y | f) − ½ (f − μ)ᵀ K⁻¹ (f − μ)`` after the step.
     """
@@ -97,7 +99,8 @@ class IterNCGP:
         approximation is exact and one Newton step reaches the mode), so the model
         then equals :class:`~pnsolve.gp.IterGP`.
     newton_tol
-        Stop when the RMS change of the latent mode ``‖Δf‖ / √N`` falls below it.
+        Stop when the RMS size of the full (undamped) inexact Newton step
+        ``‖Δf‖ / √N`` falls below it.
     recycle
         Keep a :class:`~pnsolve.krylov.KrylovBuffer` of ``K`` across Newton steps.
     max_rank
@@ -122,14 +125,20 @@ class IterNCGP:
     converged, stop_reason
         Whether the Newton loop met ``newton_tol``; ``"converged"``,
         ``"max_newton_steps"`` or ``"no_ascent"`` (step halving on the Laplace objective
-        found no increase along the inexact Newton direction: give the inner solver
-        more iterations).
+        found no increase along the inexact Newton direction and the inner solve could
+        not be refined: without recycling, or when it added no new direction; give the
+        inner solver more iterations).
 
     Notes
     -----
     Each Newton direction comes from an inexact inner solve; the step is halved until
     the Laplace objective ``Ψ(f) = Σ log p(y|f) − ½ (f − μ)ᵀ K⁻¹ (f − μ)`` does not
-    decrease (evaluated without products with ``K``). For the softmax the regression
+    decrease (evaluated without products with ``K``). When no step ascends, the
+    direction was too inexact: with recycling the next outer step (it counts towards
+    ``max_newton_steps``) solves the *same* Newton system again, replaying the buffer
+    (no product with ``K``) and adding ``stopping``'s budget of new actions, so small
+    inner budgets keep making progress; without recycling a re-solve would repeat the
+    same direction and the loop stops with ``"no_ascent"``. For the softmax the regression
     runs on ``P K P + W⁺`` with ``P`` the per-point projector off the all-ones
     direction, the only directions the likelihood informs; the posterior covariance is
     then the Laplace covariance ``(K⁻¹ + W)⁻¹`` (the unprojected ``K + W⁺`` would
@@ -278,6 +287,9 @@ class IterNCGP:
         Keff = Kop if P is None else _sandwich(P, Kop)  # P K P: the informed directions
         self.X, self.y, self.K, self._P = X, y, Kop, P
         self.buffer = KrylovBuffer(Keff) if self.recycle else None
+        solver = self.solver
+        if P is not None:  # keep the actions (and so the belief) in range P, see Projected
+            solver = ProbabilisticLinearSolver(Projected(solver.policy, P), solver.stopping)
         self.steps: list[NewtonStep] = []
         self.converged, self.stop_reason = False, "max_newton_steps"
         gaussian = isinstance(lik, Gaussian)
@@ -292,7 +304,8 @@ class IterNCGP:
                 target = h + noise @ lik.flatten(lik.gradient(F, y))  # pseudo-targets − μ
                 A = Sum(Keff, noise)
                 state = None
-                inner = self.solver.iterate(A, target, buffer=self.buffer, generator=generator)
+                size_before = 0 if self.buffer is None else self.buffer.size
+                inner = solver.iterate(A, target, buffer=self.buffer, generator=generator)
                 for state in inner:
                     self.A, self.belief = A, state.belief
                     post = None if Xs is None else self._posterior(Xs, state.belief)
@@ -301,17 +314,24 @@ class IterNCGP:
                 h_new = target - state.residual - noise @ v  # K v = A v − W⁻¹ v: no K product
                 a_new = v if P is None else P @ v
                 step, h_try, a_try, psi_try = self._step_size(h, a, psi, h_new, a_new, y, gaussian)
+                grew = self.buffer is not None and self.buffer.size > size_before
                 if self.buffer is not None and self.max_rank is not None:
                     self.buffer.compress(self.max_rank, A)
                 if step == 0.0:  # no ascent along the inexact Newton direction
-                    self.stop_reason = "no_ascent"
                     self._record(t, state, 0.0, 0.0, psi, float(a @ h))
+                    if grew:  # refine: the next step re-solves this system, replay + new actions
+                        continue
+                    self.stop_reason = "no_ascent"
                     break
                 change = float(torch.linalg.vector_norm(h_try - h)) / math.sqrt(N)
+                # Converged when the full (undamped) Newton step is small: a heavily
+                # damped step is small because the direction is poor, not because f is
+                # near the mode.
+                full = float(torch.linalg.vector_norm(h_new - h)) / math.sqrt(N)
                 h, a, psi = h_try, a_try, psi_try
                 self._h, self.weights = h, a
                 self._record(t, state, step, change, psi, float(a @ h))
-                if gaussian or change <= self.newton_tol:
+                if gaussian or full <= self.newton_tol:
                     self.converged, self.stop_reason = True, "converged"
                     break
         self._h, self.weights = h, a

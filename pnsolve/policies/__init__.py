@@ -9,6 +9,7 @@ block of actions); the solver applies ``A`` to it once. Built-ins:
 - :class:`Random`: i.i.d. Gaussian, Rademacher or sparse-sign directions.
 - :class:`Lanczos`: orthonormal Krylov basis vectors (no extra product).
 - :class:`PseudoInput`: kernel columns ``k(X, z_j)`` at pseudo-inputs.
+- :class:`Projected`: another policy's actions times a projector (singular systems).
 - :class:`Recycled`: the actions of a :class:`~pnsolve.krylov.KrylovBuffer`, replayed.
 - :class:`Custom`: wrap a function of the state.
 - :class:`Switch`, :class:`Mixed`: compose policies by iteration or at random.
@@ -19,6 +20,7 @@ from .cg import CG
 from .composite import Mixed, Switch
 from .custom import Custom
 from .lanczos_actions import Lanczos, LanczosMemory
+from .projected import Projected
 from .pseudo_input import PseudoInput, PseudoInputMemory
 from .random_actions import Random
 from .recycled import Recycled, RecycledMemory
@@ -31,6 +33,7 @@ __all__ = [
     "LanczosMemory",
     "Mixed",
     "Policy",
+    "Projected",
     "PseudoInput",
     "PseudoInputMemory",
     "Random",

@@ -122,7 +122,10 @@ class Conditioner:
         # drop directions whose curvature is at rounding level relative to their own.
         d = torch.where(scale > 0, scale, torch.ones_like(scale)).rsqrt()
         Gs = G * d[:, None] * d[None, :]
-        band = 10.0 * self.sqrt_n * self.eps
+        # Each equilibrated entry carries a rounding error of about √n·eps; for a block of
+        # m columns (a replayed Krylov buffer, block policies) the error of the Gram
+        # matrix's eigenvalues grows to about m·√n·eps (its Frobenius norm).
+        band = 10.0 * self.sqrt_n * self.eps * G.shape[0]
         lam, Q = torch.linalg.eigh(Gs) if Gs.shape[0] > 1 else (Gs[0], Gs.new_ones(1, 1))
         if self.shares and float(lam.min()) < -band:
             raise NotPositiveDefiniteError(
