@@ -51,6 +51,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="CG iterations of the plotted 1-d IterGP posterior (0: skip)",
     )
 
+    from .fit_cli import add_fit_parser
+
+    add_fit_parser(sub)
+
     bench = sub.add_parser(
         "bench",
         help="run the benchmark suite of a source checkout (ratios against peers)",
@@ -86,6 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 itergp_budget=args.itergp_budget,
             )
             return 0
+        if args.command == "fit":
+            from .fit_cli import run_fit
+
+            return run_fit(args)
         if args.command == "bench":
             script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_all.py"
             if not script.exists():
@@ -96,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             cmd = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
             return subprocess.call(cmd)
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except (ValueError, TypeError, FileNotFoundError, ArithmeticError) as e:
         print(f"pnsolve {args.command}: error: {e}", file=sys.stderr)
         return 1
     parser.error(f"unknown command {args.command!r}")

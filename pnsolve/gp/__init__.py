@@ -3,8 +3,10 @@
 :class:`ExactGP` (Cholesky reference), :class:`IterGP` (computation-aware posterior from a
 probabilistic solve), :func:`~pnsolve.gp.pathwise.sample_posterior` (pathwise posterior
 function samples from one batched solve), LOVE (:class:`LoveCache`, exact and
-iterative GPs' ``posterior(..., method="love")``), and :func:`fit_exact_hyperparameters`
-(type-II maximum likelihood by Cholesky, the reference fit).
+iterative GPs' ``posterior(..., method="love")``), :func:`fit_exact_hyperparameters`
+(type-II maximum likelihood by Cholesky, the reference fit), marginal-likelihood
+gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwise) and
+iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
 """
 
 from .exact import ExactGP
@@ -12,18 +14,32 @@ from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .itergp import IterGP
 from .iterncgp import IterNCGP, NewtonStep
 from .love import LoveCache
+from .mll_estimators import (
+    ExactEstimator,
+    GradientEstimator,
+    PathwiseEstimator,
+    StandardEstimator,
+)
 from .pathwise import PathwiseSamples, sample_posterior
 from .posterior import GaussianPosterior
+from .training import TrainingConfig, TrainingResult, train_hyperparameters
 
 __all__ = [
+    "ExactEstimator",
     "ExactFit",
     "ExactGP",
     "GaussianPosterior",
+    "GradientEstimator",
     "IterGP",
     "IterNCGP",
     "LoveCache",
     "NewtonStep",
+    "PathwiseEstimator",
     "PathwiseSamples",
+    "StandardEstimator",
+    "TrainingConfig",
+    "TrainingResult",
     "fit_exact_hyperparameters",
     "sample_posterior",
+    "train_hyperparameters",
 ]

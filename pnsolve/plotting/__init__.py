@@ -3,5 +3,6 @@
 from .convergence import plot_convergence
 from .gp_band import draw_gp_band, plot_gp_band
 from .tradeoff import plot_tradeoff
+from .training import plot_training
 
-__all__ = ["draw_gp_band", "plot_convergence", "plot_gp_band", "plot_tradeoff"]
+__all__ = ["draw_gp_band", "plot_convergence", "plot_gp_band", "plot_tradeoff", "plot_training"]

@@ -1,0 +1,77 @@
+"""Helpers for the frozen random draws that make warm starts possible."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["check_frozen_like", "load_tensors", "require_generator"]
+
+
+def require_generator(generator: object, name: str = "generator") -> torch.Generator:
+    """Require a ``torch.Generator`` (the estimators' only source of randomness)."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"{name} must be a torch.Generator (the only source of randomness), "
+            f"got {type(generator).__name__}"
+        )
+    return generator
+
+
+def check_frozen_like(frozen: torch.Tensor, X: torch.Tensor, what: str) -> None:
+    """Require ``X`` to have the number of rows, dtype and device of the frozen draws."""
+    n = frozen.shape[0]
+    if X.shape[0] != n:
+        raise ValueError(
+            f"X has {X.shape[0]} rows but the frozen {what} were drawn for n = {n}; "
+            "call resample() to draw new ones for this data set"
+        )
+    if X.dtype != frozen.dtype:
+        raise TypeError(
+            f"X has dtype {X.dtype} but the frozen {what} are {frozen.dtype}; "
+            "call resample() or cast X"
+        )
+    if X.device != frozen.device:
+        raise ValueError(
+            f"X is on device {X.device} but the frozen {what} are on {frozen.device}; "
+            "call resample() or move X"
+        )
+
+
+def load_tensors(
+    state: dict[str, torch.Tensor], shapes: dict[str, tuple[int | None, ...]]
+) -> dict[str, torch.Tensor]:
+    """Check a state dict's keys and shapes (``None`` = any size), return detached clones.
+
+    Raises
+    ------
+    TypeError
+        If ``state`` is not a dict of tensors.
+    ValueError
+        For missing/unexpected keys, wrong shapes or inconsistent dtypes/devices.
+    """
+    if not isinstance(state, dict):
+        raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+    extra = set(state) - set(shapes) - {"generator_state"}
+    missing = set(shapes) - set(state)
+    if extra or missing:
+        raise ValueError(
+            f"state_dict keys do not match: missing {sorted(missing)}, unexpected {sorted(extra)}"
+        )
+    out: dict[str, torch.Tensor] = {}
+    for key, shape in shapes.items():
+        t = state[key]
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"state_dict[{key!r}] must be a torch.Tensor, got {type(t).__name__}")
+        if t.ndim != len(shape) or any(
+            want is not None and got != want for got, want in zip(t.shape, shape)
+        ):
+            raise ValueError(
+                f"state_dict[{key!r}] has shape {tuple(t.shape)}, expected "
+                f"{tuple('*' if s is None else s for s in shape)}"
+            )
+        out[key] = t.detach().clone()
+    first = next(iter(out.values()))
+    for key, t in out.items():
+        if t.dtype != first.dtype or t.device != first.device:
+            raise ValueError(f"state_dict[{key!r}] has another dtype/device than the others")
+    return out

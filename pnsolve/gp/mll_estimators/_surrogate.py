@@ -1,0 +1,74 @@
+"""Matrix-free gradient of a bilinear surrogate ``Σ_c u_cᵀ K̂(θ) w_c`` (row block by row block).
+
+Both stochastic estimators write their gradient estimate as the gradient of
+
+    S(θ) = Σ_c u_cᵀ K̂(θ) w_c = Σ_ij G_ij K̂_ij(θ),   G = U Wᵀ,   K̂ = K(X, X; θ) + σ² I,
+
+with ``U`` and ``W`` detached ``(n, k)`` blocks built from the solver's solutions. The
+kernel part is differentiated one row block ``K(X_R, X)`` at a time (built with autograd,
+contracted with ``W``, back-propagated and freed), so memory is ``O(rows · n)`` and no
+``n × n`` graph ever exists. The noise part is ``σ² Σ_c u_cᵀ w_c``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...kernels.base import StationaryKernel
+
+__all__ = ["DEFAULT_CHUNK_ENTRIES", "accumulate_surrogate_gradient", "chunk_rows_for"]
+
+#: Entries of one differentiable row block ``K(X_R, X)`` by default (2²¹: 16 MiB in
+#: float64 per temporary; autograd keeps a handful of them per block).
+DEFAULT_CHUNK_ENTRIES = 2**21
+
+
+def chunk_rows_for(n: int, chunk_rows: int | None) -> int:
+    """Rows per block: ``chunk_rows`` if given, else ``DEFAULT_CHUNK_ENTRIES // n`` (≥ 1)."""
+    if chunk_rows is not None:
+        return min(chunk_rows, n)
+    return max(1, min(n, DEFAULT_CHUNK_ENTRIES // max(n, 1)))
+
+
+def accumulate_surrogate_gradient(
+    kernel: StationaryKernel,
+    X: torch.Tensor,
+    noise: float | torch.Tensor,
+    U: torch.Tensor,
+    W: torch.Tensor,
+    *,
+    chunk_rows: int | None = None,
+) -> None:
+    """Add ``∇ Σ_c U[:, c]ᵀ (K(X, X) + noise · I) W[:, c]`` to the ``.grad`` of the leaves.
+
+    Parameters
+    ----------
+    kernel
+        Stationary kernel; its parameters (and ``X`` if it requires grad) receive gradients.
+    X
+        Inputs, shape ``(n, d)``.
+    noise
+        Noise variance: a float (no gradient) or a 0-d tensor; if it requires grad, its
+        coefficient ``Σ_c U[:, c]ᵀ W[:, c]`` is back-propagated through it once, with
+        ``retain_graph=True`` so the caller may reuse the graph of ``noise``.
+    U, W
+        Detached blocks of shape ``(n, k)``.
+    chunk_rows
+        Rows per differentiable block (default: :func:`chunk_rows_for`).
+    """
+    n = X.shape[0]
+    rows = chunk_rows_for(n, chunk_rows)
+    U, W = U.detach(), W.detach()
+    wants_kernel = X.requires_grad or any(p.requires_grad for p in kernel.parameters())
+    if wants_kernel:
+        with torch.enable_grad():
+            for r0 in range(0, n, rows):
+                r1 = min(n, r0 + rows)
+                # self_index marks the diagonal entries as exact zero distances (their
+                # gradient is then exactly zero, as in the dense kernel matrix)
+                index = torch.arange(r0, r1, device=X.device)
+                K_block = kernel._dense(X[r0:r1], X, self_index=index)
+                (torch.mm(K_block, W) * U[r0:r1]).sum().backward()
+    if isinstance(noise, torch.Tensor) and noise.requires_grad:
+        coefficient = (U * W).sum().to(noise.dtype)
+        torch.autograd.backward(noise, coefficient, retain_graph=True)

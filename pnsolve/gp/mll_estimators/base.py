@@ -1,0 +1,138 @@
+"""The interface every marginal-likelihood gradient estimator implements."""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+
+from ...kernels.base import StationaryKernel
+from .._checks import check_inputs
+from ._checks import check_problem, check_solutions
+
+__all__ = ["GradientEstimator"]
+
+#: Above this many entries of ``K(Xs, X)``, predictions go through the matrix-free
+#: ``kernel.linop(Xs, X)`` (2²² entries = 32 MiB in float64).
+_DENSE_ENTRIES = 2**22
+
+
+class GradientEstimator(abc.ABC):
+    """Estimator of the gradient of the loss ``L(θ) = −log p(y | θ)`` of GP regression.
+
+    One hyperparameter step of a training loop::
+
+        B = estimator.targets(kernel, X, noise, y)            # (n, 1 + s), no grad
+        V = solver(K̂, B)                                      # ≈ K̂⁻¹ B, any solver
+        estimator.backward(kernel, X, noise, y, V)            # accumulates into .grad
+        optimizer.step()
+
+    with ``K̂ = K(X, X; θ) + noise · I`` and ``y`` already centred by the caller. Column 0
+    of the targets is ``y``, columns ``1..s`` are the estimator's probe right-hand sides.
+    Warm starts: the random draws behind the probes are made once and reused, so the
+    previous step's solutions are a good starting point for the next solve.
+
+    Attributes
+    ----------
+    num_probes
+        Number ``s`` of probe right-hand sides (``0`` for :class:`ExactEstimator`).
+    needs_solves
+        Whether :meth:`backward` uses ``solutions`` (``False`` for the exact estimator).
+    """
+
+    num_probes: int
+    needs_solves: bool
+
+    @abc.abstractmethod
+    def targets(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+    ) -> torch.Tensor:
+        """Right-hand sides ``[y, b_1, …, b_s]`` of the linear systems, shape ``(n, 1 + s)``.
+
+        Parameters
+        ----------
+        kernel
+            The GP's stationary kernel at the current hyperparameters.
+        X
+            Training inputs, shape ``(n, d)``; outputs follow its dtype and device.
+        noise
+            Noise variance ``σ² > 0``: a float or a 0-d tensor (e.g. ``softplus(raw)``).
+        y
+            Centred targets, shape ``(n,)``.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(n, 1 + s)``, detached (computed without autograd).
+        """
+
+    @abc.abstractmethod
+    def backward(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+        solutions: torch.Tensor | None,
+    ) -> None:
+        """Accumulate the gradient estimate of ``−log p(y | θ)`` into the leaves' ``.grad``.
+
+        Parameters
+        ----------
+        kernel, X, noise, y
+            As in :meth:`targets`. Gradients reach the kernel's parameters and whatever
+            leaf tensors ``noise`` (and ``X``, if it requires grad) depend on.
+        solutions
+            ``≈ K̂⁻¹ targets``, shape ``(n, 1 + s)`` (detached on entry; from any solver).
+        """
+
+    def _checked(
+        self,
+        kernel: object,
+        X: object,
+        noise: object,
+        y: object,
+        solutions: object,
+    ) -> tuple[StationaryKernel, torch.Tensor, float | torch.Tensor, torch.Tensor, torch.Tensor]:
+        kernel, X, noise, y = check_problem(kernel, X, noise, y)
+        return kernel, X, noise, y, check_solutions(solutions, X, 1 + self.num_probes)
+
+    def posterior_mean(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+        solutions: torch.Tensor,
+        Xs: torch.Tensor,
+    ) -> torch.Tensor:
+        """Posterior mean ``k(Xs, X) v_y`` from the solutions, no extra solves.
+
+        Parameters
+        ----------
+        kernel, X, noise, y, solutions
+            As in :meth:`backward`; only column 0 of ``solutions`` (``v_y ≈ K̂⁻¹ y``) is used.
+        Xs
+            Test inputs, shape ``(t, d)``, with ``X``'s dtype and device.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(t,)``; add the caller's mean back if ``y`` was centred.
+        """
+        kernel, X, noise, y, solutions = self._checked(kernel, X, noise, y, solutions)
+        Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
+        return cross_kernel_matmul(kernel, Xs, X, solutions[:, :1])[:, 0]
+
+
+def cross_kernel_matmul(
+    kernel: StationaryKernel, Xs: torch.Tensor, X: torch.Tensor, V: torch.Tensor
+) -> torch.Tensor:
+    """``K(Xs, X) @ V``: dense for small ``t · n``, else matrix-free (chunked in ``n``)."""
+    if Xs.shape[0] * X.shape[0] <= _DENSE_ENTRIES:
+        return kernel(Xs, X) @ V
+    return kernel.linop(Xs, X) @ V

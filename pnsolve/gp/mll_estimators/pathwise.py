@@ -1,0 +1,307 @@
+"""The pathwise estimator of the marginal-likelihood gradient (Lin et al., §3, eq. 9–11, 16)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ...kernels.base import StationaryKernel
+from .._checks import check_inputs
+from ._checks import check_chunk_rows, check_kernel, check_positive_int, check_problem, noise_value
+from ._features import draw_feature_base, rff_features
+from ._frozen import check_frozen_like, load_tensors, require_generator
+from ._surrogate import accumulate_surrogate_gradient
+from .base import GradientEstimator, cross_kernel_matmul
+
+__all__ = ["PathwiseDraws", "PathwiseEstimator"]
+
+#: Rows of ``φ(Xs)`` evaluated at once in predictions (bounds memory for large ``t``).
+_FEATURE_ENTRIES = 2**22
+
+
+@dataclass(frozen=True)
+class PathwiseDraws:
+    """The frozen random draws of a :class:`PathwiseEstimator`.
+
+    Attributes
+    ----------
+    base_frequencies
+        RFF base frequencies ``ε`` (spectral draws for unit lengthscale), shape ``(m, d)``.
+    phases
+        RFF phases ``b ~ U[0, 2π)``, shape ``(m,)``.
+    feature_weights
+        Prior-function weights ``w_f ~ N(0, I)``, shape ``(m, s)``: ``f_j = φᵀ w_f[:, j]``.
+    noise_weights
+        Standard-normal noise draws ``w ~ N(0, I)``, shape ``(n, s)``: ``ε_j = σ w_j``.
+    """
+
+    base_frequencies: torch.Tensor
+    phases: torch.Tensor
+    feature_weights: torch.Tensor
+    noise_weights: torch.Tensor
+
+
+class PathwiseEstimator(GradientEstimator):
+    """Pathwise estimator: probes ``ẑ_j = K̂⁻¹ ξ_j ~ N(0, K̂⁻¹)`` from prior samples.
+
+    ``ξ_j = f_j(X) + σ w_j`` with ``f_j`` a prior function draw by random Fourier features
+    and ``w_j ~ N(0, I)``, so ``ξ_j ~ N(0, K̂)`` and ``ẑ_j = K̂⁻¹ ξ_j ~ N(0, K̂⁻¹)``.
+    Solving ``K̂ [v_y, ẑ_1, …, ẑ_s] = [y, ξ_1, …, ξ_s]`` gives
+
+        ∂L/∂θ ≈ −½ v_yᵀ (∂K̂/∂θ) v_y + ½ (1/s) Σ_j ẑ_jᵀ (∂K̂/∂θ) ẑ_j
+
+    for ``L = −log p(y | θ)``, computed like :class:`StandardEstimator` as the gradient of
+    a surrogate with the vectors fixed, one differentiable row block at a time. The same
+    solves give ``s`` posterior function samples ``f_j(·) + k(·, X)(v_y − ẑ_j)``
+    (:meth:`posterior_samples`) without another solve.
+
+    Unbiasedness: ``E[ξ ξᵀ] = E_ω[Φ Φᵀ] + σ² I = K̂`` *marginally* over the random
+    frequencies; with frozen frequencies the trace term estimates ``tr(K̂⁻¹ (ΦΦᵀ + σ²I)
+    K̂⁻¹ ∂K̂)``, an ``O(1/√m)`` perturbation of the exact one.
+
+    Warm starts (Lin et al., §4 and App. B): the base frequencies ``ε``, phases ``b``,
+    feature weights ``w_f`` and noise draws ``w`` are drawn once, lazily on the first
+    :meth:`targets` call (draw order: ``ε`` and ``b`` as
+    :class:`~pnsolve.kernels.RandomFourierFeatures` draws them, then ``w_f`` ``(m, s)``,
+    then ``w`` ``(n, s)``; in ``X``'s dtype on ``generator``'s device, then moved to
+    ``X``'s). Every call re-evaluates ``ξ`` under the *current* hyperparameters
+    (frequencies ``ε / ℓ``, feature scale ``√outputscale``, ``ε = σ w`` with
+    ``σ = √noise``), so the same prior draw follows the hyperparameters and the previous
+    solution stays a good initial guess. :meth:`resample` draws anew.
+
+    Parameters
+    ----------
+    num_probes
+        Number ``s ≥ 1`` of probes (= posterior samples).
+    num_features
+        Number ``m ≥ 1`` of random Fourier features (phase form, one frequency each).
+    generator
+        ``torch.Generator``, the only source of randomness (keyword, required).
+    chunk_rows
+        Rows of each differentiable kernel block in :meth:`backward` (default
+        ``2²¹ // n``).
+
+    Raises
+    ------
+    TypeError
+        If ``generator`` is missing or not a ``torch.Generator``.
+    ValueError
+        For ``num_probes``, ``num_features`` or ``chunk_rows`` below 1.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> from pnsolve.gp.mll_estimators import PathwiseEstimator
+    >>> X = torch.rand(40, 2, dtype=torch.float64); y = torch.sin(4 * X[:, 0])
+    >>> k, noise = pn.kernels.Matern(1.5, lengthscale=0.3), 0.1
+    >>> est = PathwiseEstimator(8, 256, generator=torch.Generator().manual_seed(0))
+    >>> B = est.targets(k, X, noise, y)
+    >>> V = torch.linalg.solve(k(X).detach() + noise * torch.eye(40, dtype=X.dtype), B)
+    >>> est.backward(k, X, noise, y, V)
+    >>> est.posterior_samples(k, X, noise, y, V, X[:5]).shape
+    torch.Size([5, 8])
+    """
+
+    needs_solves = True
+
+    def __init__(
+        self,
+        num_probes: int = 64,
+        num_features: int = 2000,
+        *,
+        generator: torch.Generator,
+        chunk_rows: int | None = None,
+    ) -> None:
+        self.num_probes = check_positive_int(num_probes, "num_probes")
+        self.num_features = check_positive_int(num_features, "num_features")
+        self._generator = require_generator(generator)
+        self.chunk_rows = check_chunk_rows(chunk_rows)
+        self._draws: PathwiseDraws | None = None
+
+    # ------------------------------------------------------------------ frozen draws
+    @property
+    def draws(self) -> PathwiseDraws | None:
+        """The frozen draws, or ``None`` before the first :meth:`targets` call."""
+        return self._draws
+
+    def resample(self, generator: torch.Generator | None = None) -> None:
+        """Forget the frozen draws; the next :meth:`targets` call draws new ones.
+
+        Parameters
+        ----------
+        generator
+            Use this generator from now on (default: keep the current one).
+        """
+        if generator is not None:
+            self._generator = require_generator(generator)
+        self._draws = None
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Frozen state as plain tensors: the fields of :class:`PathwiseDraws` (once
+        drawn) and ``generator_state`` (the generator's state)."""
+        state = {"generator_state": self._generator.get_state()}
+        if self._draws is not None:
+            for key, value in vars(self._draws).items():
+                state[key] = value.clone()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict` output (sets the generator's state if present)."""
+        if isinstance(state_dict, dict) and set(state_dict) <= {"generator_state"}:
+            draws = None
+        else:
+            m, s = self.num_features, self.num_probes
+            t = load_tensors(
+                state_dict,
+                {
+                    "base_frequencies": (m, None),
+                    "phases": (m,),
+                    "feature_weights": (m, s),
+                    "noise_weights": (None, s),
+                },
+            )
+            draws = PathwiseDraws(**t)
+        if "generator_state" in state_dict:
+            self._generator.set_state(state_dict["generator_state"])
+        self._draws = draws
+
+    def _draw(self, kernel: StationaryKernel, X: torch.Tensor) -> PathwiseDraws:
+        g = self._generator
+        eps, phases = draw_feature_base(kernel, self.num_features, X, g)
+        shape_f, shape_w = (self.num_features, self.num_probes), (X.shape[0], self.num_probes)
+        wf = torch.randn(shape_f, generator=g, dtype=X.dtype, device=g.device)
+        w = torch.randn(shape_w, generator=g, dtype=X.dtype, device=g.device)
+        return PathwiseDraws(eps, phases, wf.to(X.device), w.to(X.device))
+
+    def _require_draws(self, X: torch.Tensor) -> PathwiseDraws:
+        if self._draws is None:
+            raise RuntimeError("no probes drawn yet: call targets() first")
+        self._check_like(self._draws, X)
+        return self._draws
+
+    @staticmethod
+    def _check_like(draws: PathwiseDraws, X: torch.Tensor) -> None:
+        check_frozen_like(draws.noise_weights, X, "noise draws")
+        d = draws.base_frequencies.shape[1]
+        if X.shape[1] != d:
+            raise ValueError(
+                f"X has {X.shape[1]} columns but the frozen frequencies were drawn for "
+                f"d = {d}; call resample()"
+            )
+
+    # ------------------------------------------------------------------ prior draws
+    def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
+        """Random Fourier features ``φ(X)`` of the frozen draws under the kernel's current
+        hyperparameters, shape ``(n, m)`` (differentiable; ``φ(X) φ(X)ᵀ ≈ K(X, X)``)."""
+        kernel = check_kernel(kernel)
+        X = check_inputs(X, "X")
+        draws = self._draws
+        if draws is None:
+            raise RuntimeError("no probes drawn yet: call targets() first")
+        eps = draws.base_frequencies
+        if X.shape[1] != eps.shape[1] or X.dtype != eps.dtype or X.device != eps.device:
+            raise ValueError(
+                f"X must have {eps.shape[1]} columns, dtype {eps.dtype} and device "
+                f"{eps.device} like the frozen frequencies, got shape {tuple(X.shape)}, "
+                f"{X.dtype} on {X.device}; call resample() to draw for new data"
+            )
+        return rff_features(kernel, X, draws.base_frequencies, draws.phases)
+
+    def prior_samples(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
+        """The ``s`` prior function draws ``f_j(Xs) = φ(Xs) w_f[:, j]``, shape ``(t, s)``."""
+        draws = self._draws
+        if draws is None:
+            raise RuntimeError("no probes drawn yet: call targets() first")
+        rows = max(1, _FEATURE_ENTRIES // self.num_features)
+        blocks = [self.features(kernel, c) @ draws.feature_weights for c in Xs.split(rows)]
+        return torch.cat(blocks, dim=0)
+
+    # --------------------------------------------------------------------- estimator
+    def targets(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+    ) -> torch.Tensor:
+        """``[y, ξ_1, …, ξ_s]`` with ``ξ_j = f_j(X) + √noise · w_j``, shape ``(n, 1 + s)``.
+
+        Draws the frozen randomness on the first call; re-evaluates ``ξ`` under the
+        current hyperparameters on every call.
+
+        Raises
+        ------
+        ValueError, TypeError
+            For bad arguments, or an ``X`` whose size, width, dtype or device differs
+            from the frozen draws' (call :meth:`resample`).
+        """
+        kernel, X, noise, y = check_problem(kernel, X, noise, y)
+        with torch.no_grad():
+            if self._draws is None:
+                self._draws = self._draw(kernel, X)
+            draws = self._require_draws(X)
+            xi = self.prior_samples(kernel, X)
+            xi.add_(noise_value(noise, X).sqrt() * draws.noise_weights)
+            return torch.cat([y.detach().unsqueeze(-1), xi], dim=1)
+
+    def backward(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+        solutions: torch.Tensor,
+    ) -> None:
+        """Accumulate ``−½ v_yᵀ ∂K̂ v_y + ½ (1/s) Σ_j ẑ_jᵀ ∂K̂ ẑ_j`` into ``.grad``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            For bad arguments (``solutions`` must be ``(n, 1 + s)``).
+        """
+        kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
+        if self._draws is not None:
+            self._check_like(self._draws, X)
+        s = self.num_probes
+        U = torch.cat([-0.5 * V[:, :1], (0.5 / s) * V[:, 1:]], dim=1)
+        accumulate_surrogate_gradient(kernel, X, noise, U, V, chunk_rows=self.chunk_rows)
+
+    def posterior_samples(
+        self,
+        kernel: StationaryKernel,
+        X: torch.Tensor,
+        noise: float | torch.Tensor,
+        y: torch.Tensor,
+        solutions: torch.Tensor,
+        Xs: torch.Tensor,
+    ) -> torch.Tensor:
+        """Posterior function samples ``f_j(Xs) + k(Xs, X)(v_y − ẑ_j)`` (eq. 16), no solves.
+
+        Pathwise conditioning with ``ξ_j = f_j(X) + ε_j``: ``K̂⁻¹(y − ξ_j) = v_y − ẑ_j``.
+        With exact solves the samples are draws from the GP posterior whose *prior* term
+        uses the RFF kernel ``φφᵀ`` (mean exact; covariance within ``O(1/√m)``).
+
+        Parameters
+        ----------
+        kernel, X, noise, y
+            As in :meth:`targets` (the hyperparameters of the solve).
+        solutions
+            ``[v_y, ẑ_1, …, ẑ_s] ≈ K̂⁻¹ targets``, shape ``(n, 1 + s)``.
+        Xs
+            Test inputs, shape ``(t, d)``, with ``X``'s dtype and device.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(t, s)``: ``K(Xs, X)`` is applied matrix-free once ``t · n`` exceeds
+            2²² entries; the caller adds back the mean it subtracted from ``y``.
+        """
+        kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
+        Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
+        self._require_draws(X)
+        update = cross_kernel_matmul(kernel, Xs, X, V[:, :1] - V[:, 1:])
+        return self.prior_samples(kernel, Xs) + update
+
+    def __repr__(self) -> str:
+        return f"PathwiseEstimator(num_probes={self.num_probes}, num_features={self.num_features})"

@@ -1,0 +1,144 @@
+"""Configuration of an iterative hyperparameter-training run (seed 003, Lin et al. 2024)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+__all__ = ["ESTIMATORS", "SOLVERS", "TrainingConfig"]
+
+SOLVERS = ("cholesky", "cg", "ap", "sgd")
+ESTIMATORS = ("exact", "standard", "pathwise")
+
+
+def _positive_int(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _positive(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Everything that defines a training trajectory (stored in checkpoints).
+
+    Parameters
+    ----------
+    solver
+        ``"cholesky"`` (dense reference), ``"cg"`` (pivoted-Cholesky preconditioned
+        conjugate gradients), ``"ap"`` (alternating projections) or ``"sgd"``.
+    estimator
+        ``"exact"`` (Cholesky + autograd; only with ``solver="cholesky"``),
+        ``"standard"`` (Hutchinson probes) or ``"pathwise"`` (prior-sample probes).
+    warm_start
+        Start every solve at the previous step's solutions and keep the probe draws
+        fixed across steps (without it the draws are renewed every step).
+    steps
+        Adam steps on the softplus-parametrised hyperparameters.
+    lr
+        Adam learning rate (the paper: 0.1 for ``n < 50k``, 0.03 above).
+    epochs_budget
+        Maximum solver epochs per step (one epoch = every entry of ``K̂`` evaluated
+        once); ``None``: solve to ``tol``.
+    tol, tol_probes
+        Relative residual tolerances of the mean system and of the probe systems
+        (``tol_probes=None``: same as ``tol``). The paper: 0.01.
+    num_probes
+        Probe vectors ``s`` (the paper: 64).
+    num_features
+        Random Fourier features of the pathwise prior samples.
+    preconditioner_rank
+        Pivoted-Cholesky rank for CG (the paper: 100).
+    block_size
+        Alternating-projections block size (the paper: 1000).
+    batch_size, sgd_lr, momentum
+        SGD minibatch size, learning rate and momentum (the paper: 500, data-set
+        dependent, 0.9); ``sgd_lr=None`` uses the solver's default.
+    init
+        ``"constant"``: every hyperparameter starts at ``init_value`` (the paper, small
+        ``n``); ``"heuristic"``: average of exact fits on nearest-neighbour subsets
+        around random centroids (the paper, large ``n``; see
+        :func:`~pnsolve.gp.training.initial_hyperparameters`).
+    init_value
+        Start value of every hyperparameter for ``init="constant"``.
+    init_subset, init_centroids, init_steps
+        The heuristic's nearest-neighbour subset size (the paper: 10 000; the default
+        2 000 keeps each exact fit at seconds on a CPU), number of centroids (the
+        paper: 10) and Adam steps of each exact fit.
+    min_noise
+        Floor added to the softplus noise variance.
+    """
+
+    solver: str = "cg"
+    estimator: str = "pathwise"
+    warm_start: bool = True
+    steps: int = 100
+    lr: float = 0.1
+    epochs_budget: float | None = None
+    tol: float = 0.01
+    tol_probes: float | None = None
+    num_probes: int = 64
+    num_features: int = 2000
+    preconditioner_rank: int = 100
+    block_size: int = 1000
+    batch_size: int = 500
+    sgd_lr: float | None = None
+    momentum: float = 0.9
+    init: str = "constant"
+    init_value: float = 1.0
+    init_subset: int = 2000
+    init_centroids: int = 10
+    init_steps: int = 100
+    min_noise: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if self.estimator == "exact" and self.solver != "cholesky":
+            raise ValueError(
+                "estimator='exact' differentiates a Cholesky factorisation and runs no "
+                f"iterative solves: use solver='cholesky' (got solver={self.solver!r})"
+            )
+        if not isinstance(self.warm_start, bool):
+            raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
+        for name in (
+            "steps",
+            "num_probes",
+            "num_features",
+            "block_size",
+            "batch_size",
+            "init_subset",
+            "init_centroids",
+            "init_steps",
+        ):
+            _positive_int(getattr(self, name), name)
+        if isinstance(self.preconditioner_rank, bool) or not isinstance(
+            self.preconditioner_rank, int
+        ):
+            raise ValueError(
+                f"preconditioner_rank must be a non-negative int, got {self.preconditioner_rank!r}"
+            )
+        if self.preconditioner_rank < 0:
+            raise ValueError(
+                f"preconditioner_rank must be a non-negative int, got {self.preconditioner_rank!r}"
+            )
+        for name in ("lr", "tol", "init_value", "min_noise"):
+            _positive(getattr(self, name), name)
+        for name in ("epochs_budget", "tol_probes", "sgd_lr"):
+            if getattr(self, name) is not None:
+                _positive(getattr(self, name), name)
+        if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if self.init not in ("constant", "heuristic"):
+            raise ValueError(f"init must be 'constant' or 'heuristic', got {self.init!r}")
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain dictionary (for checkpoints and logs)."""
+        return asdict(self)

@@ -1,0 +1,83 @@
+"""Per-step log and result of a hyperparameter-training run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = ["StepRecord", "TrainingResult"]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One Adam step.
+
+    Attributes
+    ----------
+    step
+        0-based step index.
+    residual_norm_mean, residual_norm_probes
+        Relative residual norms of the mean system and (averaged) of the probe
+        systems after this step's solve (``0`` for the Cholesky solver; ``nan``
+        probes for the exact estimator).
+    epochs
+        Solver epochs of this step (``0`` for Cholesky).
+    iterations
+        Solver iterations of this step.
+    converged
+        Whether the solve met both tolerances (always ``True`` for Cholesky).
+    seconds
+        Wall time of the step (solve + gradient + Adam update).
+    lengthscale
+        Tuple of the ``d`` lengthscales *before* the update.
+    outputscale, noise
+        Before the update.
+    """
+
+    step: int
+    residual_norm_mean: float
+    residual_norm_probes: float
+    epochs: float
+    iterations: int
+    converged: bool
+    seconds: float
+    lengthscale: tuple[float, ...]
+    outputscale: float
+    noise: float
+
+
+@dataclass
+class TrainingResult:
+    """What :func:`~pnsolve.gp.training.train_hyperparameters` returns.
+
+    Attributes
+    ----------
+    kernel
+        The fitted kernel (trained in place).
+    noise
+        Fitted noise variance ``σ²``.
+    mean
+        Constant prior mean (the training-target mean).
+    log
+        One :class:`StepRecord` per step.
+    solutions
+        The last step's solutions ``(n, 1 + s)`` (``None`` for Cholesky/exact), i.e.
+        the warm start a continued run would use.
+    """
+
+    kernel: torch.nn.Module
+    noise: float
+    mean: float
+    log: list[StepRecord] = field(default_factory=list)
+    solutions: torch.Tensor | None = None
+
+    @property
+    def total_epochs(self) -> float:
+        """Solver epochs summed over all steps."""
+        return float(sum(r.epochs for r in self.log))
+
+    @property
+    def total_seconds(self) -> float:
+        """Wall time summed over all steps."""
+        return float(sum(r.seconds for r in self.log))

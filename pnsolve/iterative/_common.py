@@ -1,0 +1,209 @@
+"""Shared pieces of the kernel-system solvers: argument checks, normalisation, bookkeeping."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import torch
+
+from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from .result import SolveResult
+from .system import KernelSystem
+
+__all__ = [
+    "GUARD_EPOCHS_PER_N",
+    "Normalised",
+    "Tracker",
+    "check_count",
+    "check_positive_int",
+    "check_solve_args",
+    "check_tol",
+    "column_norms",
+    "confirm_below",
+    "excess",
+    "true_residual",
+]
+
+#: With ``max_iterations=None`` a solver stops after iterations worth ``10 · n`` epochs at
+#: most (SciPy's CG default), a guard against tolerances that are never met.
+GUARD_EPOCHS_PER_N = 10
+
+
+def check_tol(value: object, name: str) -> float:
+    """Require a finite number ``> 0``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a positive float, got {type(value).__name__}")
+    if not (0 < value < math.inf):
+        raise ValueError(f"{name} must be positive and finite, got {value}")
+    return float(value)
+
+
+def check_positive_int(value: object, name: str) -> int:
+    """Require an int ``≥ 1``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def check_count(value: object, name: str) -> int | None:
+    """Require ``None`` or an int ``≥ 0``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+    return value
+
+
+def confirm_below(dtype: torch.dtype, tol: float, tol_probes: float) -> bool:
+    """Whether a tolerance is so tight (``< √eps``) that convergence is confirmed on the
+    true residual: recursively updated residuals drift from ``b − K̂u`` by rounding."""
+    return min(tol, tol_probes) < math.sqrt(torch.finfo(dtype).eps)
+
+
+def check_solve_args(
+    system: object, B: object, x0: object, max_epochs: object
+) -> tuple[KernelSystem, torch.Tensor, torch.Tensor | None, float | None]:
+    """Validate the arguments of ``solve``; errors name the argument."""
+    if not isinstance(system, KernelSystem):
+        raise TypeError(
+            f"system must be a pnsolve.iterative.KernelSystem, got {type(system).__name__}"
+        )
+    B = _check_block(system, B, "B")
+    if B.shape[1] < 1:
+        raise ValueError(f"B must have at least one column, got shape {tuple(B.shape)}")
+    if x0 is not None:
+        x0 = _check_block(system, x0, "x0")
+        if x0.shape != B.shape:
+            raise ValueError(f"x0 must have the shape of B {tuple(B.shape)}, got {tuple(x0.shape)}")
+    if max_epochs is not None:
+        if isinstance(max_epochs, bool) or not isinstance(max_epochs, int | float):
+            raise TypeError(f"max_epochs must be a number or None, got {type(max_epochs).__name__}")
+        if not (0 < max_epochs < math.inf):
+            raise ValueError(f"max_epochs must be positive and finite, got {max_epochs}")
+    return system, B, x0, max_epochs
+
+
+def _check_block(system: KernelSystem, V: object, name: str) -> torch.Tensor:
+    V = check_tensor(V, name)
+    if V.ndim != 2 or V.shape[0] != system.n:
+        raise ValueError(f"{name} must have shape (n, k) = ({system.n}, k), got {tuple(V.shape)}")
+    check_same_dtype(V, system.dtype, name, "the system's X")
+    check_same_device(V, system.device, name, "the system's X")
+    return check_finite(V.detach(), name)
+
+
+class Normalised:
+    """The normalised problem ``K̂ Ũ = B̃`` with ``b̃_j = b_j / (‖b_j‖ + ε)``.
+
+    ``ε`` is the smallest normal number of the dtype: it only keeps zero columns from
+    dividing by zero (their solution is zero). ``x0`` is scaled the same way.
+
+    Attributes
+    ----------
+    B
+        ``B̃``, shape ``(n, k)``.
+    U0
+        Normalised starting point, shape ``(n, k)`` (zeros for a cold start).
+    scale
+        ``‖b_j‖ + ε``, shape ``(k,)``.
+    warm
+        Whether ``x0`` was given and is not all zeros (then the initial residual costs a
+        product; for a cold start it is ``B̃``, for free).
+    """
+
+    def __init__(self, B: torch.Tensor, x0: torch.Tensor | None) -> None:
+        self.scale = torch.linalg.vector_norm(B, dim=0) + torch.finfo(B.dtype).tiny
+        self.B = B / self.scale
+        self.warm = x0 is not None and bool((x0 != 0).any())
+        self.U0 = x0 / self.scale if self.warm else torch.zeros_like(B)
+
+
+class Tracker:
+    """Budget, tolerances and history of one solve (lives only inside ``solve``).
+
+    The budget is kept in integer kernel entries, ``⌊max_epochs · n²⌋``, so that
+    ``epochs ≤ max_epochs`` holds exactly.
+    """
+
+    def __init__(
+        self,
+        system: KernelSystem,
+        k: int,
+        tol: float,
+        tol_probes: float,
+        max_epochs: float | None,
+    ) -> None:
+        self.system = system
+        self.n2 = system.n * system.n
+        self.start = system.entries
+        self.limit = None if max_epochs is None else math.floor(Fraction(max_epochs) * self.n2)
+        self.tol, self.tol_probes = tol, tol_probes
+        #: Per-column tolerances, shape ``(k,)``.
+        self.tols = torch.full((k,), tol_probes, dtype=system.dtype, device=system.device)
+        self.tols[0] = tol
+        self.history: list[tuple[float, float, float]] = []
+
+    @property
+    def spent(self) -> int:
+        """Entries charged since the solve began."""
+        return self.system.entries - self.start
+
+    def affordable(self, cost: int) -> bool:
+        """Whether ``cost`` more entries stay within the budget."""
+        return self.limit is None or self.spent + cost <= self.limit
+
+    def epochs(self) -> float:
+        """Epochs spent so far."""
+        return self.spent / self.n2
+
+    @staticmethod
+    def summary(norms: torch.Tensor) -> tuple[float, float]:
+        """``(mean-column norm, average probe norm)`` of per-column norms ``(k,)``."""
+        mean = float(norms[0])
+        probes = float(norms[1:].mean()) if norms.numel() > 1 else math.nan
+        return mean, probes
+
+    def met(self, norms: torch.Tensor) -> bool:
+        """Whether both tolerances hold (the probe one vacuously when ``k == 1``)."""
+        mean, probes = self.summary(norms)
+        return mean <= self.tol and (math.isnan(probes) or probes <= self.tol_probes)
+
+    def record(self, norms: torch.Tensor) -> None:
+        """Append ``(epochs, mean, probes)`` to the history."""
+        self.history.append((self.epochs(), *self.summary(norms)))
+
+    def result(
+        self, problem: Normalised, U: torch.Tensor, iterations: int, norms: torch.Tensor
+    ) -> SolveResult:
+        """Undo the normalisation and assemble the :class:`SolveResult`."""
+        mean, probes = self.summary(norms)
+        return SolveResult(
+            solution=U * problem.scale,
+            epochs=self.epochs(),
+            iterations=iterations,
+            residual_norm_mean=mean,
+            residual_norm_probes=probes,
+            converged=self.met(norms),
+            history=tuple(self.history),
+        )
+
+
+def column_norms(R: torch.Tensor) -> torch.Tensor:
+    """Euclidean norms of the columns of ``R`` ``(n, k)``; shape ``(k,)``."""
+    return torch.linalg.vector_norm(R, dim=0)
+
+
+def true_residual(system: KernelSystem, problem: Normalised, U: torch.Tensor) -> torch.Tensor:
+    """``B̃ − K̂ U`` (one product: one epoch)."""
+    return problem.B - system.matmul(U)
+
+
+def excess(track: Tracker, norms: torch.Tensor) -> float:
+    """``max(mean / tol, probes / tol_probes)``: ``≤ 1`` iff both tolerances hold."""
+    mean, probes = track.summary(norms)
+    return max(mean / track.tol, 0.0 if math.isnan(probes) else probes / track.tol_probes)

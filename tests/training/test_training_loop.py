@@ -1,0 +1,179 @@
+"""Hyperparameter training loop: resume reproduces the trajectory, budgets, validation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import pnsolve as pn
+from pnsolve.gp.training import TrainingConfig, load_checkpoint, train_hyperparameters
+
+F64 = torch.float64
+
+
+def _data(n=120, d=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=g, dtype=F64)
+    y = torch.sin(4 * X[:, 0]) + 0.5 * X[:, 1] + 0.1 * torch.randn(n, generator=g, dtype=F64)
+    return X, y
+
+
+def _params(result):
+    return torch.cat(
+        [
+            result.kernel.lengthscale.detach().reshape(-1),
+            result.kernel.outputscale.detach().reshape(1),
+            torch.tensor([result.noise], dtype=F64),
+        ]
+    )
+
+
+class _Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("solver", "estimator", "warm"),
+    [("cg", "pathwise", True), ("sgd", "standard", False), ("ap", "pathwise", True)],
+)
+def test_resume_after_interrupt_reproduces_the_trajectory(tmp_path: Path, solver, estimator, warm):
+    X, y = _data()
+    config = TrainingConfig(
+        solver=solver,
+        estimator=estimator,
+        warm_start=warm,
+        steps=5,
+        num_probes=4,
+        num_features=64,
+        block_size=40,
+        batch_size=40,
+        epochs_budget=5.0,
+        preconditioner_rank=10,
+    )
+    ref = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(3))
+
+    ckpt = tmp_path / "run.pt"
+
+    def stop_after_two(record):
+        if record.step == 1:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        train_hyperparameters(
+            X,
+            y,
+            config,
+            generator=torch.Generator().manual_seed(3),
+            checkpoint=ckpt,
+            callback=stop_after_two,
+        )
+    assert len(load_checkpoint(ckpt)["log"]) == 2
+    # a fresh generator with another seed: the checkpoint restores the saved state
+    resumed = train_hyperparameters(
+        X, y, config, generator=torch.Generator().manual_seed(99), checkpoint=ckpt
+    )
+    assert len(resumed.log) == config.steps
+    assert torch.equal(_params(resumed), _params(ref))
+    assert [r.epochs for r in resumed.log] == [r.epochs for r in ref.log]
+    assert torch.equal(resumed.solutions, ref.solutions)
+
+
+def test_checkpoint_of_another_run_is_refused(tmp_path: Path):
+    X, y = _data()
+    config = TrainingConfig(solver="cholesky", estimator="exact", steps=2)
+    ckpt = tmp_path / "run.pt"
+    train_hyperparameters(X, y, config, generator=torch.Generator(), checkpoint=ckpt)
+    other = TrainingConfig(solver="cholesky", estimator="exact", steps=3, lr=0.05)
+    with pytest.raises(ValueError, match="another configuration"):
+        train_hyperparameters(X, y, other, generator=torch.Generator(), checkpoint=ckpt)
+    with pytest.raises(ValueError, match="other training data"):
+        train_hyperparameters(X, y + 1, config, generator=torch.Generator(), checkpoint=ckpt)
+    bad = tmp_path / "bad.pt"
+    bad.write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="checkpoint"):
+        train_hyperparameters(X, y, config, generator=torch.Generator(), checkpoint=bad)
+
+
+def test_exact_training_increases_the_marginal_likelihood():
+    X, y = _data()
+    config = TrainingConfig(solver="cholesky", estimator="exact", steps=30)
+    res = train_hyperparameters(X, y, config, generator=torch.Generator())
+    yc = y - y.mean()
+
+    def lml(ls, os_, noise):
+        k = pn.kernels.Matern(nu=1.5, lengthscale=torch.tensor(ls, dtype=F64), outputscale=os_)
+        return float(pn.gp.ExactGP(k, noise=noise).log_marginal_likelihood(X, yc).detach())
+
+    first = res.log[0]
+    start = lml(first.lengthscale, first.outputscale, first.noise)
+    end = lml(res.kernel.lengthscale.detach().tolist(), float(res.kernel.outputscale), res.noise)
+    assert end > start
+    assert all(r.epochs == 0 and r.converged for r in res.log)
+
+
+def test_epoch_budget_is_respected_per_step():
+    X, y = _data(n=150)
+    config = TrainingConfig(
+        solver="cg",
+        estimator="standard",
+        steps=3,
+        num_probes=4,
+        epochs_budget=3.0,
+        tol=1e-12,
+        preconditioner_rank=0,
+    )
+    res = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
+    assert all(r.epochs <= 3.0 for r in res.log)
+    assert not any(r.converged for r in res.log)
+    assert math.isclose(res.total_epochs, sum(r.epochs for r in res.log))
+
+
+def test_pathwise_prediction_matches_cholesky():
+    X, y = _data(n=150)
+    config = TrainingConfig(solver="cholesky", estimator="exact", steps=10)
+    res = train_hyperparameters(X, y, config, generator=torch.Generator())
+    Xs = torch.rand(20, 2, generator=torch.Generator().manual_seed(5), dtype=F64)
+    m_exact, v_exact = pn.gp.training.predictive(res, X, y, Xs)
+    m_path, v_path = pn.gp.training.predictive(
+        res,
+        X,
+        y,
+        Xs,
+        method="pathwise",
+        config=TrainingConfig(solver="cg", tol=1e-10),
+        num_samples=2000,
+        generator=torch.Generator().manual_seed(1),
+    )
+    torch.testing.assert_close(m_path, m_exact, rtol=0, atol=1e-6 * float(y.abs().max()))
+    # 2000 samples: relative standard error of a variance ≈ sqrt(2/2000) ≈ 3 %
+    assert float(((v_path - v_exact) / v_exact).abs().max()) < 0.15
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"solver": "lu"}, "solver"),
+        ({"estimator": "exact", "solver": "cg"}, "cholesky"),
+        ({"steps": 0}, "steps"),
+        ({"lr": -1.0}, "lr"),
+        ({"epochs_budget": 0.0}, "epochs_budget"),
+        ({"momentum": 1.0}, "momentum"),
+        ({"init": "random"}, "init"),
+    ],
+)
+def test_bad_configuration(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TrainingConfig(**kwargs)
+
+
+def test_bad_arguments():
+    X, y = _data()
+    with pytest.raises(TypeError, match="generator"):
+        train_hyperparameters(X, y, TrainingConfig(steps=1), generator=None)
+    with pytest.raises(TypeError, match="config"):
+        train_hyperparameters(X, y, {"steps": 1}, generator=torch.Generator())
+    with pytest.raises(ValueError, match="y"):
+        train_hyperparameters(X, y[:-1], TrainingConfig(steps=1), generator=torch.Generator())
