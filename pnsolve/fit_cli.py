@@ -56,6 +56,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         "n = 20000)",
     )
     fit.add_argument("--plot", default=None, help="write the training curves to this PNG")
+    fit.add_argument("--log", default=None, help="write the per-step log to this CSV file")
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -68,6 +69,26 @@ def _load(args: argparse.Namespace):
             raise FileNotFoundError(f"--data {args.data!r}: no such file")
         return load_csv(path, test_fraction=args.test_fraction, split_seed=args.split)
     return load_uci(args.dataset, split=args.split, data_dir=args.data_dir)
+
+
+def _write_log(log, path: str) -> Path:
+    """One CSV row per step (lengthscales joined by ``;``)."""
+    import csv
+    from dataclasses import asdict, fields
+
+    from .gp.training import StepRecord
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    names = [f.name for f in fields(StepRecord)]
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(names)
+        for record in log:
+            row = asdict(record)
+            row["lengthscale"] = ";".join(f"{v:.6g}" for v in record.lengthscale)
+            writer.writerow([row[k] for k in names])
+    return path
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -137,6 +158,8 @@ def run_fit(args: argparse.Namespace) -> int:
         raise ArithmeticError("non-finite test metrics")
     print(f"test RMSE: {test_rmse:.4f}")
     print(f"test log-likelihood: {test_llh:.4f}")
+    if args.log is not None:
+        print(f"wrote {_write_log(result.log, args.log)}")
     if args.plot is not None:
         from .plotting import plot_training
 

@@ -44,8 +44,12 @@ def test_fit_writes_plot_and_resumes_from_checkpoint(tmp_path: Path, capsys):
     png, ckpt = tmp_path / "curves.png", tmp_path / "run.pt"
     base = ["fit", "--data", str(data), "--solver", "cg", "--estimator", "standard"]
     base += ["--num-probes", "4", "--no-progress", "--checkpoint", str(ckpt)]
-    assert main([*base, "--steps", "2", "--plot", str(png)]) == 0
+    log = tmp_path / "log.csv"
+    assert main([*base, "--steps", "2", "--plot", str(png), "--log", str(log)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = log.read_text().splitlines()
+    assert rows[0].startswith("step,residual_norm_mean,residual_norm_probes,epochs")
+    assert len(rows) == 3
     first = capsys.readouterr().out
     assert "wrote" in first
     # same configuration with more steps is another configuration: refused clearly

@@ -70,6 +70,6 @@ def initial_hyperparameters(
             kernel, X[idx], y[idx] - y[idx].mean(), noise=init_value, steps=steps, lr=lr
         )
         ls.append(fit.kernel.lengthscale.detach().reshape(d))
-        os_.append(float(fit.kernel.outputscale))
+        os_.append(float(fit.kernel.outputscale.detach()))
         noise.append(fit.noise)
     return torch.stack(ls).mean(0), sum(os_) / len(os_), sum(noise) / len(noise)
