@@ -16,19 +16,31 @@ generator=None) -> SolveResult``:
 Conventions common to all three (Lin et al., Appendix B):
 
 * **Epochs.** One epoch is the cost of evaluating every entry of ``K̂`` once (``n²``
-  kernel entries); :attr:`SolveResult.epochs` counts them exactly, set-up work included.
+  kernel entries); :attr:`SolveResult.epochs` counts them exactly, set-up work included
+  (``epochs == system.epochs`` after minus before), and
+  :attr:`SolveResult.setup_epochs` says how much of it was set-up.
 * **Normalisation.** Each column is solved as ``K̂ ũ_j = b̃_j`` with
-  ``b̃_j = b_j / (‖b_j‖ + ε)`` (``ε`` the smallest normal number of the dtype, which only
-  protects zero columns) and ``u_j = (‖b_j‖ + ε) ũ_j`` is returned; ``x0`` is scaled the
-  same way. Residual norms are therefore relative, ``‖b_j − K̂u_j‖ / ‖b_j‖``.
+  ``b̃_j = b_j / ‖b_j‖`` and ``u_j = ‖b_j‖ ũ_j`` is returned; ``x0`` is scaled the
+  same way. Residual norms are therefore relative, ``‖b_j − K̂u_j‖ / ‖b_j‖``. (The
+  paper divides by ``‖b_j‖ + ε`` to protect zero columns; here a zero column keeps
+  scale 1 and starts at its exact solution 0, whatever ``x0`` holds.)
 * **Tolerances.** ``tol`` applies to the mean column, ``tol_probes`` (default ``tol``)
   to the arithmetic mean of the probe columns' norms; a solve stops once both hold.
-* **Budget.** ``max_epochs`` caps the epochs of one solve: no iteration is started
-  whose cost would exceed it, so ``result.epochs ≤ max_epochs`` always.
-* **Warm starts.** ``x0`` costs one epoch (its residual ``B̃ − K̂Ũ₀``); a cold start
-  has ``R = B̃`` for free.
+* **Budget (Algorithms 1–3 of Lin et al.).** ``max_epochs = T`` caps the epochs of the
+  *iterations*: at most ``⌊T⌋`` CG iterations, ``⌊T·n/b⌋`` alternating-projections or
+  SGD iterations (``b`` the block or batch size; a quotient within rounding of an
+  integer counts as that integer, so ``T = 2·b/n`` allows 2). Set-up work (a warm start's initial
+  residual, CG's preconditioner, AP's block Cholesky factors, true-residual products)
+  is counted in ``epochs`` and ``setup_epochs`` but not capped, so
+  ``epochs − setup_epochs ≤ max_epochs``. A budget too small for one iteration raises
+  ``ValueError``. Without a budget and without ``max_iterations`` the iterations are
+  capped at :data:`DEFAULT_MAX_EPOCHS` epochs (``converged=False`` when that stops
+  a solve).
+* **Warm starts.** ``x0`` costs one set-up epoch (its residual ``B̃ − K̂Ũ₀``); a cold
+  start has ``R = B̃`` for free.
 """
 
+from ._common import DEFAULT_MAX_EPOCHS
 from .alternating_projections import AlternatingProjections
 from .cg import ConjugateGradients
 from .result import SolveResult
@@ -36,6 +48,7 @@ from .sgd import StochasticGradientDescent
 from .system import KernelSystem
 
 __all__ = [
+    "DEFAULT_MAX_EPOCHS",
     "AlternatingProjections",
     "ConjugateGradients",
     "KernelSystem",

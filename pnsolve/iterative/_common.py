@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 
 import torch
@@ -12,7 +14,7 @@ from .result import SolveResult
 from .system import KernelSystem
 
 __all__ = [
-    "GUARD_EPOCHS_PER_N",
+    "DEFAULT_MAX_EPOCHS",
     "Normalised",
     "Tracker",
     "check_count",
@@ -25,9 +27,12 @@ __all__ = [
     "true_residual",
 ]
 
-#: With ``max_iterations=None`` a solver stops after iterations worth ``10 · n`` epochs at
-#: most (SciPy's CG default), a guard against tolerances that are never met.
-GUARD_EPOCHS_PER_N = 10
+#: Safety cap of a solve called with ``max_epochs=None`` *and* ``max_iterations=None``:
+#: iterations worth at most this many epochs (1000 CG iterations, ``1000·n/b`` alternating-
+#: projections or SGD iterations), a guard against tolerances that are never met (it
+#: replaces the ``10·n`` epochs of SciPy's CG default, about 8 h per solve for SGD at
+#: ``γ = 1`` on ``n = 3000``). A solve stopped by it reports ``converged=False``.
+DEFAULT_MAX_EPOCHS = 1000
 
 
 def check_tol(value: object, name: str) -> float:
@@ -98,10 +103,13 @@ def _check_block(system: KernelSystem, V: object, name: str) -> torch.Tensor:
 
 
 class Normalised:
-    """The normalised problem ``K̂ Ũ = B̃`` with ``b̃_j = b_j / (‖b_j‖ + ε)``.
+    """The normalised problem ``K̂ Ũ = B̃`` with ``b̃_j = b_j / ‖b_j‖``.
 
-    ``ε`` is the smallest normal number of the dtype: it only keeps zero columns from
-    dividing by zero (their solution is zero). ``x0`` is scaled the same way.
+    Lin et al. divide by ``‖b_j‖ + ε`` to protect zero columns; here a zero column
+    (``‖b_j‖`` below the smallest normal number of the dtype) gets scale ``1`` instead,
+    so dividing ``x0`` by it cannot overflow. A column with ``b_j = 0`` also starts at
+    its exact solution ``0`` whatever ``x0`` holds (as :func:`pnsolve.cg` does): it
+    costs nothing and is converged from the start.
 
     Attributes
     ----------
@@ -110,24 +118,34 @@ class Normalised:
     U0
         Normalised starting point, shape ``(n, k)`` (zeros for a cold start).
     scale
-        ``‖b_j‖ + ε``, shape ``(k,)``.
+        ``‖b_j‖`` (``1`` for a zero column), shape ``(k,)``.
     warm
-        Whether ``x0`` was given and is not all zeros (then the initial residual costs a
+        Whether the starting point is not all zeros (then the initial residual costs a
         product; for a cold start it is ``B̃``, for free).
     """
 
     def __init__(self, B: torch.Tensor, x0: torch.Tensor | None) -> None:
-        self.scale = torch.linalg.vector_norm(B, dim=0) + torch.finfo(B.dtype).tiny
+        norms = torch.linalg.vector_norm(B, dim=0)
+        zero = norms < torch.finfo(B.dtype).tiny
+        self.scale = torch.where(zero, torch.ones_like(norms), norms)
         self.B = B / self.scale
-        self.warm = x0 is not None and bool((x0 != 0).any())
-        self.U0 = x0 / self.scale if self.warm else torch.zeros_like(B)
+        if x0 is None:
+            self.U0 = torch.zeros_like(B)
+        else:
+            self.U0 = torch.where(zero, torch.zeros_like(x0), x0 / self.scale)
+        self.warm = bool((self.U0 != 0).any())
 
 
 class Tracker:
-    """Budget, tolerances and history of one solve (lives only inside ``solve``).
+    """Budget, set-up accounting, tolerances and history of one solve (lives only inside
+    ``solve``).
 
-    The budget is kept in integer kernel entries, ``⌊max_epochs · n²⌋``, so that
-    ``epochs ≤ max_epochs`` holds exactly.
+    The budget caps *iterations*, as in Algorithms 1–3 of Lin et al.: with ``T =
+    max_epochs`` and ``c`` the epochs of one iteration (``1`` for CG, ``b/n`` for
+    alternating projections and SGD), at most ``⌊T / c⌋`` iterations run (a quotient
+    within rounding of an integer counts as that integer, so ``T = 2·b/n`` computed in
+    floating point allows 2 iterations). Set-up work (anything charged inside
+    :meth:`setup`) is counted in the result but not capped.
     """
 
     def __init__(
@@ -136,12 +154,30 @@ class Tracker:
         k: int,
         tol: float,
         tol_probes: float,
+        *,
         max_epochs: float | None,
+        max_iterations: int | None,
+        iteration_epochs: Fraction,
+        what: str,
     ) -> None:
         self.system = system
         self.n2 = system.n * system.n
         self.start = system.entries
-        self.limit = None if max_epochs is None else math.floor(Fraction(max_epochs) * self.n2)
+        self.setup_entries = 0
+        if max_epochs is None and max_iterations is None:
+            max_epochs = DEFAULT_MAX_EPOCHS
+        cap = math.inf if max_iterations is None else max_iterations
+        if max_epochs is not None:
+            affordable = _iterations_within(max_epochs, iteration_epochs)
+            if affordable == 0:
+                raise ValueError(
+                    f"max_epochs={max_epochs} allows no iteration: one iteration of {what} "
+                    f"costs {float(iteration_epochs):.4g} epochs (the budget caps iterations, "
+                    "as in Lin et al.'s Algorithms 1–3)"
+                )
+            cap = min(cap, affordable)
+        #: Most iterations this solve may run (``math.inf``: no cap).
+        self.max_iterations: int | float = cap
         self.tol, self.tol_probes = tol, tol_probes
         #: Per-column tolerances, shape ``(k,)``.
         self.tols = torch.full((k,), tol_probes, dtype=system.dtype, device=system.device)
@@ -153,12 +189,21 @@ class Tracker:
         """Entries charged since the solve began."""
         return self.system.entries - self.start
 
-    def affordable(self, cost: int) -> bool:
-        """Whether ``cost`` more entries stay within the budget."""
-        return self.limit is None or self.spent + cost <= self.limit
+    def can_iterate(self, iteration: int) -> bool:
+        """Whether iteration number ``iteration`` (0-based) is within the cap."""
+        return iteration < self.max_iterations
+
+    @contextmanager
+    def setup(self) -> Iterator[None]:
+        """Charge what the block computes to the set-up, outside the iteration budget."""
+        before = self.system.entries
+        try:
+            yield
+        finally:
+            self.setup_entries += self.system.entries - before
 
     def epochs(self) -> float:
-        """Epochs spent so far."""
+        """Epochs spent so far (iterations and set-up)."""
         return self.spent / self.n2
 
     @staticmethod
@@ -185,6 +230,7 @@ class Tracker:
         return SolveResult(
             solution=U * problem.scale,
             epochs=self.epochs(),
+            setup_epochs=self.setup_entries / self.n2,
             iterations=iterations,
             residual_norm_mean=mean,
             residual_norm_probes=probes,
@@ -193,13 +239,22 @@ class Tracker:
         )
 
 
+def _iterations_within(max_epochs: float, iteration_epochs: Fraction) -> int:
+    """``⌊max_epochs / iteration_epochs⌋``, exact, with rounding-level shortfalls forgiven."""
+    quotient = Fraction(max_epochs) / iteration_epochs
+    nearest = round(quotient)
+    if abs(quotient - nearest) <= 4 * torch.finfo(torch.float64).eps * quotient:
+        return int(nearest)
+    return math.floor(quotient)
+
+
 def column_norms(R: torch.Tensor) -> torch.Tensor:
     """Euclidean norms of the columns of ``R`` ``(n, k)``; shape ``(k,)``."""
     return torch.linalg.vector_norm(R, dim=0)
 
 
 def true_residual(system: KernelSystem, problem: Normalised, U: torch.Tensor) -> torch.Tensor:
-    """``B̃ − K̂ U`` (one product: one epoch)."""
+    """``B̃ − K̂ U`` (one product: one epoch; callers charge it to the set-up)."""
     return problem.B - system.matmul(U)
 
 

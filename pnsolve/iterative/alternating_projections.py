@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import torch
 
 from .._validation import check_generator
 from ..errors import NotPositiveDefiniteError
 from ._common import (
-    GUARD_EPOCHS_PER_N,
     Normalised,
     Tracker,
     check_count,
@@ -50,7 +50,8 @@ class AlternatingProjections:
     block_size
         ``b ≥ 1`` (capped at ``n``).
     max_iterations
-        Iteration cap; ``None``: iterations worth ``10·n`` epochs.
+        Iteration cap (``None``: none beyond the budget; see ``max_epochs`` of
+        :meth:`solve`).
 
     Notes
     -----
@@ -59,21 +60,28 @@ class AlternatingProjections:
     residual norm on the block. (The norm of the summed residual columns would let
     columns cancel.)
 
-    *Cost.* Per iteration ``b·n`` entries (``b/n`` epochs) for ``K̂[:, I] Δ``. The
-    Cholesky factor of ``K̂[I, I]`` is computed lazily at the first visit of block ``I``
-    and cached for the rest of the solve (``b²`` entries, once per block and solve);
-    the warm-start residual ``B̃ − K̂Ũ₀`` costs one epoch (a cold start has ``R = B̃``).
-    All of it is counted in :attr:`SolveResult.epochs`.
+    *Cost of an iteration.* ``|I|·n`` entries for ``K̂[:, I] Δ``: ``b/n`` epochs
+    (less for a shorter last block).
+
+    *Budget (Algorithm 2: "while t < (n/b)·T").* ``max_epochs = T`` caps the
+    iterations at ``⌊T·n/b⌋`` (``b`` the block size after capping at ``n``), whatever the
+    set-up costs, so the iterations spend at most ``T`` epochs. ``T < b/n`` raises
+    ``ValueError``. With ``max_epochs=None`` and ``max_iterations=None`` the cap is
+    :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS` epochs' worth of iterations.
+
+    *Set-up* (counted in :attr:`SolveResult.epochs` and
+    :attr:`SolveResult.setup_epochs`, outside the budget): the Cholesky factor of
+    ``K̂[I, I]`` is computed lazily at the first visit of block ``I`` and cached for the
+    rest of the solve (``|I|²`` entries, once per block and solve, as in the paper);
+    the warm-start residual ``B̃ − K̂Ũ₀`` costs one epoch (a cold start has ``R = B̃``);
+    true-residual confirmations (below) one epoch each.
 
     *Stopping.* Before each iteration: stop if both tolerances hold (on the updated
-    residual), after ``max_iterations`` iterations, or if the chosen block's cost
-    (``b·n``, plus ``b²`` at a first visit) would take the solve past ``max_epochs``:
-    an iteration is never started that would exceed the budget. If a warm start's
-    initial residual does not fit, ``x0`` is returned with ``nan`` residual norms.
+    residual) or the iteration cap is reached.
 
     *Confirmation.* As for :class:`ConjugateGradients`: tolerances below ``√eps`` are
-    confirmed on the true residual (one epoch, when affordable), the residual is
-    replaced on failure, and the solve stops when a confirmation shows no progress.
+    confirmed on the true residual (one set-up epoch), the residual is replaced on
+    failure, and the solve stops when a confirmation shows no progress.
 
     Raises
     ------
@@ -115,7 +123,10 @@ class AlternatingProjections:
         x0
             Warm start, shape ``(n, k)`` (``None``: zeros).
         max_epochs
-            Budget in epochs (``None``: until the tolerances or ``max_iterations``).
+            Budget ``T ≥ b/n`` of the iterations, in epochs: at most ``⌊T·n/b⌋``
+            iterations (set-up work is counted but not capped, see the class notes).
+            ``None``: until the tolerances, ``max_iterations`` or, if that is ``None``
+            too, :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
         generator
             Unused (the block order is fixed and the choice greedy); accepted for a
             uniform solver interface.
@@ -123,6 +134,11 @@ class AlternatingProjections:
         Returns
         -------
         SolveResult
+
+        Raises
+        ------
+        ValueError
+            Naming ``max_epochs`` if it allows no iteration (``max_epochs < b/n``).
         """
         system, B, x0, max_epochs = check_solve_args(system, B, x0, max_epochs)
         check_generator(generator)
@@ -141,26 +157,29 @@ class AlternatingProjections:
         starts = list(range(0, n, b))
         problem = Normalised(B, x0)
         tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(system, k, self.tol, tol_probes, max_epochs)
-        max_iterations = self.max_iterations
-        if max_iterations is None:
-            max_iterations = GUARD_EPOCHS_PER_N * n * len(starts)
+        track = Tracker(
+            system,
+            k,
+            self.tol,
+            tol_probes,
+            max_epochs=max_epochs,
+            max_iterations=self.max_iterations,
+            iteration_epochs=Fraction(b, n),
+            what=f"alternating projections with block size b = {b}",
+        )
         U = problem.U0.clone()
-        if problem.warm and not track.affordable(n * n):
-            return track.result(problem, U, 0, torch.full((k,), math.nan))
-        R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
+        with track.setup():
+            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
         confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
         norms, last_excess = column_norms(R), math.inf
         factors: dict[int, torch.Tensor] = {}  # block → Cholesky factor of K̂[I, I]
         iteration = 0
-        while not track.met(norms):
+        while not track.met(norms) and track.can_iterate(iteration):
             i = _largest_block(R, b)
             idx = torch.arange(starts[i], min(starts[i] + b, n), device=system.device)
-            cost = idx.numel() * n + (0 if i in factors else idx.numel() ** 2)
-            if iteration >= max_iterations or not track.affordable(cost):
-                break
             if i not in factors:
-                factors[i] = _cholesky(system.block(idx), i)
+                with track.setup():
+                    factors[i] = _cholesky(system.block(idx), i)
             delta = torch.cholesky_solve(R[idx], factors[i])
             U[idx] += delta
             R -= system.columns(idx, delta)
@@ -172,8 +191,9 @@ class AlternatingProjections:
                     f"{iteration}"
                 )
             track.record(norms)
-            if confirm and track.met(norms) and track.affordable(n * n):
-                R = true_residual(system, problem, U)
+            if confirm and track.met(norms):
+                with track.setup():
+                    R = true_residual(system, problem, U)
                 norms = column_norms(R)
                 previous, last_excess = last_excess, excess(track, norms)
                 if last_excess >= previous:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import torch
 
@@ -12,7 +13,6 @@ from .._validation import check_generator
 from ..errors import BreakdownError, NotPositiveDefiniteError
 from ..preconditioners import PivotedCholesky
 from ._common import (
-    GUARD_EPOCHS_PER_N,
     Normalised,
     Tracker,
     check_count,
@@ -43,7 +43,8 @@ class ConjugateGradients:
     tol_probes
         Tolerance of the average relative residual of the probe columns (default ``tol``).
     max_iterations
-        Iteration cap; ``None``: ``10·n``.
+        Iteration cap (``None``: none beyond the budget; see ``max_epochs`` of
+        :meth:`solve`).
     preconditioner_rank
         Rank of the pivoted-Cholesky preconditioner ``P = L Lᵀ + D`` of ``K̂``
         (:class:`~pnsolve.preconditioners.PivotedCholesky` with the residual diagonal
@@ -53,27 +54,30 @@ class ConjugateGradients:
 
     Notes
     -----
-    *Cost.* Set-up: the initial residual ``B̃ − K̂ Ũ₀`` of a warm start (one epoch; a
-    cold start has ``R = B̃`` for free) and the preconditioner, ``n`` diagonal entries
-    plus one column of ``K̂`` per pivot (``(rank + 1)/n`` epochs). Then one epoch per
-    iteration. All of it is counted in :attr:`SolveResult.epochs`.
+    *Budget (Algorithm 1: "while t < T").* ``max_epochs = T`` caps the iterations:
+    at most ``⌊T⌋`` of them, one epoch each, whether the start is cold or warm and
+    whatever the preconditioner costs. ``T < 1`` raises ``ValueError``. With
+    ``max_epochs=None`` and ``max_iterations=None`` the cap is
+    :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS` iterations.
+
+    *Set-up* (counted in :attr:`SolveResult.epochs` and
+    :attr:`SolveResult.setup_epochs`, outside the budget): the initial residual
+    ``B̃ − K̂ Ũ₀`` of a warm start (one epoch; a cold start has ``R = B̃`` for free),
+    the preconditioner (``n`` diagonal entries plus one column of ``K̂`` per pivot,
+    ``(rank + 1)/n`` epochs, built only when an iteration runs) and true-residual
+    confirmations (below).
 
     *Stopping.* Before each iteration: stop if both tolerances hold (on the recursively
-    updated residual), after ``max_iterations`` iterations, or if the iteration's epoch
-    would take the solve past ``max_epochs`` (an iteration is never started that would
-    exceed the budget). If the set-up alone does not fit in ``max_epochs``, nothing is
-    computed: ``x0`` is returned after zero iterations with the residual norms of a cold
-    start (``1``) or ``nan`` for a warm one. A column is frozen once its own residual
-    meets its tolerance (``tol`` for column 0, ``tol_probes`` for the others); frozen
-    columns leave the product.
+    updated residual) or the iteration cap is reached. A column is frozen once its own
+    residual meets its tolerance (``tol`` for column 0, ``tol_probes`` for the
+    others); frozen columns leave the product (which still costs one epoch).
 
     *Confirmation.* With a tolerance below ``√eps`` of the dtype (``1.5e-8`` in float64,
     ``3.5e-4`` in float32) the recursive residual may have drifted from ``B̃ − K̂Ũ`` by
     more than the tolerance, so convergence is confirmed on the true residual (one
-    epoch, if the budget allows it; otherwise the recursive norms are reported). If
-    the confirmation fails, CG restarts from the true residual; it gives up when a
-    confirmation shows no progress over the previous one (the tolerance is below
-    the attainable accuracy).
+    set-up epoch). If the confirmation fails, CG restarts from the true residual; it
+    gives up when a confirmation shows no progress over the previous one (the
+    tolerance is below the attainable accuracy).
 
     *Algorithm 1* initialises the direction with ``d ← b`` (a misprint); we use the
     preconditioned residual ``d ← P⁻¹ r`` of standard PCG.
@@ -119,13 +123,21 @@ class ConjugateGradients:
         x0
             Warm start, shape ``(n, k)`` (``None``: zeros).
         max_epochs
-            Budget in epochs (``None``: until the tolerances or ``max_iterations``).
+            Budget ``T ≥ 1`` of the iterations, in epochs: at most ``⌊T⌋`` iterations
+            (set-up work is counted but not capped, see the class notes). ``None``:
+            until the tolerances, ``max_iterations`` or, if that is ``None`` too,
+            :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
         generator
             Unused (CG is deterministic); accepted for a uniform solver interface.
 
         Returns
         -------
         SolveResult
+
+        Raises
+        ------
+        ValueError
+            Naming ``max_epochs`` if it allows no iteration (``max_epochs < 1``).
         """
         system, B, x0, max_epochs = check_solve_args(system, B, x0, max_epochs)
         check_generator(generator)
@@ -142,25 +154,30 @@ class ConjugateGradients:
         n, k = B.shape
         problem = Normalised(B, x0)
         tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(system, k, self.tol, tol_probes, max_epochs)
-        max_iterations = (
-            GUARD_EPOCHS_PER_N * n if self.max_iterations is None else self.max_iterations
+        track = Tracker(
+            system,
+            k,
+            self.tol,
+            tol_probes,
+            max_epochs=max_epochs,
+            max_iterations=self.max_iterations,
+            iteration_epochs=Fraction(1),
+            what="CG",
         )
         rank = min(self.preconditioner_rank, n - 1)
         U = problem.U0.clone()
-        if not track.affordable((n * n if problem.warm else 0) + (rank + 1) * n * (rank > 0)):
-            norms = torch.full((k,), math.nan) if problem.warm else column_norms(problem.B)
-            return track.result(problem, U, 0, norms)
-        R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
-        precond = _preconditioner(system, rank)
-        confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
+        with track.setup():
+            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
         norms, last_excess = column_norms(R), math.inf
+        if track.met(norms) or not track.can_iterate(0):
+            return track.result(problem, U, 0, norms)  # no preconditioner needed
+        with track.setup():
+            precond = _preconditioner(system, rank)
+        confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
         active, P = norms > track.tols, precond(R)
         D, gamma = P.clone(), (R * P).sum(0)
         iteration = 0
-        while not track.met(norms):
-            if iteration >= max_iterations or not track.affordable(n * n):
-                break
+        while not track.met(norms) and track.can_iterate(iteration):
             a = active.nonzero().squeeze(-1)
             Z = system.matmul(D[:, a])  # the iteration's only product with K̂
             curvature = (D[:, a] * Z).sum(0)
@@ -183,8 +200,9 @@ class ConjugateGradients:
                 raise BreakdownError(f"CG residual became non-finite at iteration {iteration}")
             track.record(norms)
             active &= norms > track.tols
-            if confirm and track.met(norms) and track.affordable(n * n):
-                R = true_residual(system, problem, U)
+            if confirm and track.met(norms):
+                with track.setup():
+                    R = true_residual(system, problem, U)
                 norms = column_norms(R)
                 previous, last_excess = last_excess, excess(track, norms)
                 if track.met(norms) or last_excess >= previous:

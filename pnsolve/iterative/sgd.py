@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import torch
 
 from .._validation import check_generator
 from ._common import (
-    GUARD_EPOCHS_PER_N,
     Normalised,
     Tracker,
     check_count,
@@ -69,12 +69,11 @@ class StochasticGradientDescent:
     unconverged for about ``n/b · log n`` iterations). :attr:`SolveResult.history`
     reports the estimate.
 
-    *True residual at the end.* When the estimate meets the tolerances, or when the
-    next iteration would not fit the budget, the true residual ``B̃ − K̂Ũ`` is computed
-    (**one extra epoch, included in** :attr:`SolveResult.epochs` and inside
-    ``max_epochs``): it alone decides ``converged`` and the reported residual norms.
-    If the estimate claimed convergence but the truth disagrees, the estimate is
-    replaced by the true residual and SGD continues (each such check costs an epoch).
+    *True residual.* When the estimate meets the tolerances, or when the iteration cap
+    is reached, the true residual ``B̃ − K̂Ũ`` is computed (one set-up epoch each, see
+    below): it alone decides ``converged`` and the reported residual norms. If the
+    estimate claimed convergence but the truth disagrees, the estimate is replaced by
+    the true residual and SGD continues.
 
     Parameters
     ----------
@@ -89,14 +88,22 @@ class StochasticGradientDescent:
     momentum
         ``0 ≤ ρ < 1``.
     max_iterations
-        Iteration cap; ``None``: iterations worth ``10·n`` epochs.
+        Iteration cap (``None``: none beyond the budget; see ``max_epochs`` of
+        :meth:`solve`).
 
     Notes
     -----
-    *Budget.* An iteration is started only if its ``b·n`` entries plus the final
-    true residual (``n²``) fit in ``max_epochs``; the warm-start residual (one epoch)
-    is charged too. So ``max_epochs`` must allow at least 1 epoch (2 with a warm
-    start), else ``ValueError``.
+    *Budget (Algorithm 3: "while t < (n/b)·T").* ``max_epochs = T`` caps the
+    iterations at ``⌊T·n/b⌋`` (``b`` the batch size after capping at ``n``; each costs
+    ``b·n`` entries, ``b/n`` epochs), so the iterations spend at most ``T`` epochs.
+    ``T < b/n`` raises ``ValueError``. With ``max_epochs=None`` and
+    ``max_iterations=None`` the cap is :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`
+    epochs' worth of iterations.
+
+    *Set-up* (counted in :attr:`SolveResult.epochs` and
+    :attr:`SolveResult.setup_epochs`, outside the budget): the warm-start residual
+    (one epoch) and the true residuals above (one epoch each: at least one per solve
+    that iterates, the final one; more when the estimate claims convergence falsely).
 
     Raises
     ------
@@ -144,8 +151,11 @@ class StochasticGradientDescent:
         x0
             Warm start, shape ``(n, k)`` (``None``: zeros).
         max_epochs
-            Budget in epochs, final true residual included (``None``: until the
-            tolerances or ``max_iterations``).
+            Budget ``T ≥ b/n`` of the iterations, in epochs: at most ``⌊T·n/b⌋``
+            iterations (the warm-start residual and the true-residual checks are counted
+            but not capped, see the class notes). ``None``: until the tolerances,
+            ``max_iterations`` or, if that is ``None`` too,
+            :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
         generator
             Required ``torch.Generator`` drawing the batches (same generator state,
             same result).
@@ -153,6 +163,12 @@ class StochasticGradientDescent:
         Returns
         -------
         SolveResult
+
+        Raises
+        ------
+        ValueError
+            Naming ``max_epochs`` if it allows no iteration (``max_epochs < b/n``);
+            naming ``learning_rate`` if the run diverges.
         """
         if generator is None:
             raise TypeError("generator is required: pass a torch.Generator to draw the batches")
@@ -173,29 +189,28 @@ class StochasticGradientDescent:
         b = min(self.batch_size, n)
         problem = Normalised(B, x0)
         tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(system, k, self.tol, tol_probes, max_epochs)
-        if not track.affordable(n * n * (2 if problem.warm else 1)):
-            raise ValueError(
-                f"max_epochs={max_epochs} leaves no room for SGD's final true residual "
-                f"(1 epoch{', plus 1 for the warm-start residual' if problem.warm else ''})"
-            )
-        max_iterations = self.max_iterations
-        if max_iterations is None:
-            max_iterations = GUARD_EPOCHS_PER_N * n * -(-n // b)
+        track = Tracker(
+            system,
+            k,
+            self.tol,
+            tol_probes,
+            max_epochs=max_epochs,
+            max_iterations=self.max_iterations,
+            iteration_epochs=Fraction(b, n),
+            what=f"SGD with batch size b = {b}",
+        )
         U, M = problem.U0.clone(), torch.zeros_like(problem.B)
-        R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
+        with track.setup():
+            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
         norms, exact = column_norms(R), True
         limit = DIVERGENCE_FACTOR * max(1.0, float(norms.max()))
         iteration = 0
-
-        def can_iterate() -> bool:  # the batch product and the final true residual fit
-            return iteration < max_iterations and track.affordable(b * n + n * n)
-
         while True:
-            if not exact and (track.met(norms) or not can_iterate()):
-                R = true_residual(system, problem, U)  # replaces the estimate
+            if not exact and (track.met(norms) or not track.can_iterate(iteration)):
+                with track.setup():
+                    R = true_residual(system, problem, U)  # replaces the estimate
                 norms, exact = self._checked(column_norms(R), limit, iteration), True
-            if track.met(norms) or not can_iterate():
+            if track.met(norms) or not track.can_iterate(iteration):
                 break
             idx = torch.randperm(n, generator=generator, device=generator.device)[:b]
             idx = idx.to(system.device)

@@ -43,15 +43,24 @@ def plot_training(
     fig.clf()
     axes = fig.subplots(2, 2, sharex=True)
     (ax_res, ax_ep), (ax_noise, ax_os) = axes
+    any_residual = False
     for i, (label, log) in enumerate(runs.items()):
         color = f"C{i % 10}"
         steps = [r.step for r in log]
-        ax_res.semilogy(steps, [r.residual_norm_mean for r in log], color=color, ls="--")
-        ax_res.semilogy(steps, [r.residual_norm_probes for r in log], color=color, label=label)
+        for attr, style in (("residual_norm_mean", "--"), ("residual_norm_probes", "-")):
+            # exact solves log zero (and nan probe) residuals: nothing to draw on a log axis
+            pts = [(s, getattr(r, attr)) for s, r in zip(steps, log) if getattr(r, attr) > 0]
+            if pts:
+                any_residual = True
+                ax_res.semilogy(
+                    *zip(*pts), color=color, ls=style, label=label if style == "-" else None
+                )
         ax_ep.plot(steps, [r.epochs for r in log], color=color, label=label)
         ax_noise.semilogy(steps, [r.noise for r in log], color=color, label=label)
         ax_os.plot(steps, [r.outputscale for r in log], color=color, label=label)
-    if tol is not None:
+    if not any_residual:
+        ax_res.text(0.5, 0.5, "exact solves: no residuals", ha="center", transform=ax_res.transAxes)
+    elif tol is not None:
         ax_res.axhline(tol, color="0.5", lw=1, ls=":")
     ax_res.set_ylabel("relative residual (solid: probes, dashed: mean)")
     ax_ep.set_ylabel("solver epochs per step")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -94,11 +95,12 @@ class EntryCounter:
 
     Counts from the shapes of the calls alone (``n²`` per product, ``b·n`` per row or
     column product or row block, ``b²`` per block, ``n`` per diagonal), never from
-    ``system.entries``.
+    ``system.entries``; :attr:`by_access` splits the count by access name.
     """
 
     def __init__(self, system: KernelSystem, monkeypatch: pytest.MonkeyPatch) -> None:
         self.entries = 0
+        self.by_access: dict[str, int] = {}
         self.blocks: list[tuple[int, ...]] = []
         n = system.n
         wrap = {
@@ -114,9 +116,30 @@ class EntryCounter:
 
     def _counting(self, method, cost, name):
         def counted(*args):
-            self.entries += cost(*args)
+            entries = cost(*args)
+            self.entries += entries
+            self.by_access[name] = self.by_access.get(name, 0) + entries
             if name == "block":
                 self.blocks.append(tuple(int(i) for i in args[0]))
             return method(*args)
 
         return counted
+
+
+def iteration_cap(solver: object, n: int, max_epochs: float) -> int:
+    """Iterations Algorithms 1–3 run at budget ``T``: ``⌊T⌋`` for CG, ``⌊T·n/b⌋`` else."""
+    if isinstance(solver, ConjugateGradients):
+        return math.floor(max_epochs)
+    b = solver.block_size if isinstance(solver, AlternatingProjections) else solver.batch_size
+    return math.floor(max_epochs * n / min(b, n))
+
+
+def iteration_entries(solver: object, count: EntryCounter, iterations: int, n: int) -> int:
+    """Entries of the iterations alone, from the counted accesses: a product ``K̂ D`` per
+    CG iteration, ``K̂[:, I] Δ`` per alternating-projections iteration, ``K̂[I, :] U`` per
+    SGD iteration."""
+    if isinstance(solver, ConjugateGradients):
+        return iterations * n * n
+    if isinstance(solver, AlternatingProjections):
+        return count.by_access.get("columns", 0)
+    return count.by_access.get("rows", 0)

@@ -70,5 +70,5 @@ def accumulate_surrogate_gradient(
                 K_block = kernel._dense(X[r0:r1], X, self_index=index)
                 (torch.mm(K_block, W) * U[r0:r1]).sum().backward()
     if isinstance(noise, torch.Tensor) and noise.requires_grad:
-        coefficient = (U * W).sum().to(noise.dtype)
+        coefficient = (U * W).sum().to(device=noise.device, dtype=noise.dtype)
         torch.autograd.backward(noise, coefficient, retain_graph=True)

@@ -136,6 +136,11 @@ class TrainingConfig:
                 _positive(getattr(self, name), name)
         if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if self.solver == "sgd" and self.epochs_budget is None and self.sgd_lr is None:
+            raise ValueError(
+                "solver='sgd' to tolerance with the conservative default learning rate can "
+                "take thousands of epochs per step: give epochs_budget or a tuned sgd_lr"
+            )
         if self.init not in ("constant", "heuristic"):
             raise ValueError(f"init must be 'constant' or 'heuristic', got {self.init!r}")
 

@@ -64,7 +64,7 @@ def initial_hyperparameters(
         kernel = Matern(
             nu=1.5,
             lengthscale=torch.full((d,), init_value, dtype=X.dtype, device=X.device),
-            outputscale=init_value,
+            outputscale=torch.tensor(init_value, dtype=X.dtype, device=X.device),
         )
         fit = fit_exact_hyperparameters(
             kernel, X[idx], y[idx] - y[idx].mean(), noise=init_value, steps=steps, lr=lr

@@ -66,7 +66,13 @@ class _Model(nn.Module):
         self, lengthscale: torch.Tensor, outputscale: float, noise: float, min_noise: float
     ) -> None:
         super().__init__()
-        self.kernel = Matern(nu=1.5, lengthscale=lengthscale, outputscale=outputscale)
+        # every parameter in the data's dtype (a float outputscale would be stored in
+        # torch's default dtype, float32, and Adam would update it at that precision)
+        self.kernel = Matern(
+            nu=1.5,
+            lengthscale=lengthscale,
+            outputscale=torch.tensor(outputscale, dtype=lengthscale.dtype),
+        )
         raw = inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=lengthscale.dtype))
         self.raw_noise = nn.Parameter(raw.to(lengthscale.device))
         self.min_noise = min_noise
@@ -188,7 +194,14 @@ def train_hyperparameters(
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         if saved["estimator"] is not None:
-            estimator.load_state_dict(saved["estimator"])
+            # checkpoints load on the CPU: the frozen draws go back to the data's device
+            # (the generator state stays a CPU byte tensor, as torch requires)
+            estimator.load_state_dict(
+                {
+                    k: v if k == "generator_state" else v.to(X.device)
+                    for k, v in saved["estimator"].items()
+                }
+            )
         generator.set_state(saved["generator"])
         log = list(saved["log"])
         solutions = saved["solutions"]

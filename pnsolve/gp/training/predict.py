@@ -37,9 +37,10 @@ def predictive(
         Test inputs ``(t, d)``.
     method
         ``"cholesky"``: the exact GP posterior (``O(n³)``, the reference).
-        ``"pathwise"``: one batched solve with ``config``'s solver (to its tolerance,
-        no epoch budget) of ``[y, ξ_1..ξ_s]``; the mean is ``μ + k(Xs, X) v_y`` and
-        the variance the sample variance of ``s`` pathwise posterior samples
+        ``"pathwise"``: one batched solve of ``[y, ξ_1..ξ_s]`` with ``config``'s
+        solver (CG for the ``"cholesky"`` and ``"sgd"`` configurations; to its
+        tolerance, no epoch budget); the mean is ``μ + k(Xs, X) v_y`` and the variance
+        the sample variance of ``s`` pathwise posterior samples around it
         (matrix-free, ``O(n)`` memory per test point).
     config
         Solver settings for ``"pathwise"`` (default :class:`TrainingConfig` with CG).
@@ -63,8 +64,9 @@ def predictive(
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     config = TrainingConfig(solver="cg") if config is None else config
-    if config.solver == "cholesky":
-        config = TrainingConfig(solver="cg", tol=config.tol)
+    if config.solver in ("cholesky", "sgd"):
+        # SGD to a tolerance without a tuned learning rate is slow: predictions use CG
+        config = TrainingConfig(solver="cg", tol=config.tol, num_features=config.num_features)
     est = PathwiseEstimator(num_samples, config.num_features, generator=generator)
     noise = torch.tensor(result.noise, dtype=X.dtype, device=X.device)
     yc = y - result.mean
