@@ -7,6 +7,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+import torch
 
 TUTORIALS = sorted((Path(__file__).resolve().parents[2] / "tutorials").glob("*.py"))
 
@@ -16,7 +17,14 @@ def test_tutorial_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("PNSOLVE_SMOKE", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)
-    runpy.run_path(str(path), run_name="__main__")
+    # one torch thread per test worker: `make test` runs two workers on two cores, and
+    # oversubscribed threads make tutorials with many small operations 10x slower
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        runpy.run_path(str(path), run_name="__main__")
+    finally:
+        torch.set_num_threads(threads)
     assert any((tmp_path / "outputs" / "tutorials").glob("*.png")), "tutorial wrote no figure"
 
 

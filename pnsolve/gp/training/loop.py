@@ -228,13 +228,13 @@ def train_hyperparameters(
             estimator.resample(generator)
         if config.estimator == "exact":
             estimator.backward(model.kernel, X, noise, yc, None)
-            res = (0.0, 0.0, 0.0, 0, True)
+            res = (0.0, 0.0, 0.0, 0, True, 0.0)
         else:
             with torch.no_grad():
                 B = estimator.targets(model.kernel, X, noise.detach(), yc)
                 if solver is None:
                     solutions = _cholesky_solve(model.kernel, X, float(noise), B)
-                    res = (0.0, 0.0, 0.0, 0, True)
+                    res = (0.0, 0.0, 0.0, 0, True, 0.0)
                 else:
                     x0 = solutions if config.warm_start else None
                     system = KernelSystem(model.kernel, X, noise.detach())
@@ -248,6 +248,7 @@ def train_hyperparameters(
                         out.epochs,
                         out.iterations,
                         out.converged,
+                        out.setup_epochs,
                     )
             estimator.backward(model.kernel, X, noise, yc, solutions)
         opt.step()
@@ -256,6 +257,7 @@ def train_hyperparameters(
             residual_norm_mean=float(res[0]),
             residual_norm_probes=float(res[1]) if config.estimator != "exact" else float("nan"),
             epochs=float(res[2]),
+            setup_epochs=float(res[5]),
             iterations=int(res[3]),
             converged=bool(res[4]),
             seconds=time.perf_counter() - t0,
@@ -293,4 +295,5 @@ def train_hyperparameters(
         mean=mean,
         log=log,
         solutions=solutions,
+        estimator=estimator,
     )

@@ -22,7 +22,11 @@ class StepRecord:
         systems after this step's solve (``0`` for the Cholesky solver; ``nan``
         probes for the exact estimator).
     epochs
-        Solver epochs of this step (``0`` for Cholesky).
+        Solver epochs of this step, all work counted (``0`` for Cholesky).
+    setup_epochs
+        The part of ``epochs`` outside the iterations (warm-start residual,
+        preconditioner, cached block factors, true-residual checks); the epoch budget
+        caps ``epochs − setup_epochs``, as in the paper's Algorithms 1–3.
     iterations
         Solver iterations of this step.
     converged
@@ -39,6 +43,7 @@ class StepRecord:
     residual_norm_mean: float
     residual_norm_probes: float
     epochs: float
+    setup_epochs: float
     iterations: int
     converged: bool
     seconds: float
@@ -62,8 +67,14 @@ class TrainingResult:
     log
         One :class:`StepRecord` per step.
     solutions
-        The last step's solutions ``(n, 1 + s)`` (``None`` for Cholesky/exact), i.e.
-        the warm start a continued run would use.
+        The last step's solutions ``(n, 1 + s)`` (``None`` for the exact estimator),
+        i.e. the warm start a continued run would use. They solve the systems at the
+        hyperparameters of ``log[-1]`` (before the last Adam update), not at
+        ``kernel``/``noise``.
+    estimator
+        The gradient estimator with its frozen draws; with ``solutions`` and the
+        hyperparameters of ``log[-1]`` it gives pathwise posterior samples with no
+        further solve (:meth:`PathwiseEstimator.posterior_samples`).
     """
 
     kernel: torch.nn.Module
@@ -71,6 +82,7 @@ class TrainingResult:
     mean: float
     log: list[StepRecord] = field(default_factory=list)
     solutions: torch.Tensor | None = None
+    estimator: object | None = None
 
     @property
     def total_epochs(self) -> float:
