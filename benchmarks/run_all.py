@@ -17,6 +17,7 @@ SCRIPTS = [
     "bench_itergp.py",
     "bench_love.py",
     "bench_iterncgp.py",
+    "bench_training.py",
 ]
 
 
