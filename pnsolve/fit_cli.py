@@ -151,6 +151,12 @@ def run_fit(args: argparse.Namespace) -> int:
             f"solver: {result.total_epochs:.1f} epochs in all; last step residual "
             f"mean {last.residual_norm_mean:.2e}, probes {last.residual_norm_probes:.2e}"
         )
+    skipped = sum(r.skipped for r in result.log)
+    if skipped:
+        print(
+            f"warning: {skipped} step(s) skipped their update: the solve stopped with a "
+            "relative residual above 1 (raise --epochs-budget or lower --sgd-lr)"
+        )
     print(f"training time: {train_s:.1f} s; predictions: {method}")
     test_rmse = rmse(mean, ds.y_test)
     test_llh = gaussian_log_likelihood(mean, var, ds.y_test)

@@ -229,7 +229,13 @@ class KernelSystem:
         W = self._check_matrix(W, "W", rows=idx.numel())
         self._entries += idx.numel() * self.n
         if self._op is None:
-            out = self._dense()[:, idx] @ W
+            K = self._dense()
+            lo = int(idx[0])
+            if bool((idx == torch.arange(lo, lo + idx.numel(), device=idx.device)).all()):
+                # contiguous block (alternating projections): a view, no b×n copy
+                out = K.narrow(1, lo, idx.numel()) @ W
+            else:
+                out = K[:, idx] @ W
         else:
             rest = self._complement(idx)
             out = torch.empty(self.n, W.shape[1], dtype=self.dtype, device=self.device)

@@ -190,3 +190,31 @@ def test_bad_arguments():
         train_hyperparameters(X, y, {"steps": 1}, generator=torch.Generator())
     with pytest.raises(ValueError, match="y"):
         train_hyperparameters(X, y[:-1], TrainingConfig(steps=1), generator=torch.Generator())
+
+
+def test_unconverged_steps_above_the_threshold_skip_their_update():
+    # a threshold below every residual the 1-epoch solves reach: every update is skipped,
+    # the hyperparameters stay at their start values and the log says so
+    X, y = _data()
+    config = TrainingConfig(
+        solver="cg",
+        estimator="pathwise",
+        steps=3,
+        num_probes=4,
+        epochs_budget=1.0,
+        preconditioner_rank=0,
+        max_step_residual=1e-12,
+    )
+    res = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
+    assert all(r.skipped and not r.converged for r in res.log)
+    assert torch.equal(_params(res), torch.ones(4, dtype=F64))
+    # the warm-started solves still accumulate progress across the skipped steps
+    probes = [r.residual_norm_probes for r in res.log]
+    assert probes[-1] < probes[0]
+    # the default threshold (1: a solution worse than zero) applies these updates
+    config = TrainingConfig(
+        solver="cg", estimator="pathwise", steps=3, num_probes=4, epochs_budget=1.0
+    )
+    res = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
+    assert not any(r.skipped for r in res.log)
+    assert not torch.equal(_params(res), torch.ones(4, dtype=F64))

@@ -72,6 +72,13 @@ class TrainingConfig:
         paper: 10) and Adam steps of each exact fit.
     min_noise
         Floor added to the softplus noise variance.
+    max_step_residual
+        Skip the Adam update of a step whose solve stopped unconverged with a relative
+        residual (mean or probes) above this value: its gradient estimate is garbage
+        (above 1 the zero vector would be a better solution) and one such step can
+        stall Adam for the rest of the run. The step is logged with ``skipped=True``;
+        with warm starts the next solve continues from its solutions. ``None`` applies
+        every update (the paper's loop).
     """
 
     solver: str = "cg"
@@ -95,6 +102,7 @@ class TrainingConfig:
     init_centroids: int = 10
     init_steps: int = 100
     min_noise: float = 1e-6
+    max_step_residual: float | None = 1.0
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -131,7 +139,7 @@ class TrainingConfig:
             )
         for name in ("lr", "tol", "init_value", "min_noise"):
             _positive(getattr(self, name), name)
-        for name in ("epochs_budget", "tol_probes", "sgd_lr"):
+        for name in ("epochs_budget", "tol_probes", "sgd_lr", "max_step_residual"):
             if getattr(self, name) is not None:
                 _positive(getattr(self, name), name)
         if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):

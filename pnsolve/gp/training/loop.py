@@ -224,6 +224,7 @@ def train_hyperparameters(
             float(noise.detach()),
         )
         opt.zero_grad()
+        skip = False
         if not config.warm_start and config.estimator != "exact":
             estimator.resample(generator)
         if config.estimator == "exact":
@@ -250,8 +251,15 @@ def train_hyperparameters(
                         out.converged,
                         out.setup_epochs,
                     )
-            estimator.backward(model.kernel, X, noise, yc, solutions)
-        opt.step()
+            skip = (
+                config.max_step_residual is not None
+                and not res[4]
+                and max(res[0], res[1] if res[1] == res[1] else 0.0) > config.max_step_residual
+            )
+            if not skip:
+                estimator.backward(model.kernel, X, noise, yc, solutions)
+        if not skip:
+            opt.step()
         record = StepRecord(
             step=step,
             residual_norm_mean=float(res[0]),
@@ -260,6 +268,7 @@ def train_hyperparameters(
             setup_epochs=float(res[5]),
             iterations=int(res[3]),
             converged=bool(res[4]),
+            skipped=skip,
             seconds=time.perf_counter() - t0,
             lengthscale=before[0],
             outputscale=before[1],

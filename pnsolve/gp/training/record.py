@@ -31,6 +31,9 @@ class StepRecord:
         Solver iterations of this step.
     converged
         Whether the solve met both tolerances (always ``True`` for Cholesky).
+    skipped
+        The Adam update was skipped: the solve stopped unconverged with a residual
+        above ``TrainingConfig.max_step_residual``.
     seconds
         Wall time of the step (solve + gradient + Adam update).
     lengthscale
@@ -46,6 +49,7 @@ class StepRecord:
     setup_epochs: float
     iterations: int
     converged: bool
+    skipped: bool
     seconds: float
     lengthscale: tuple[float, ...]
     outputscale: float
