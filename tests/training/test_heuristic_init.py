@@ -79,3 +79,40 @@ def test_heuristic_needs_a_generator():
     X, y = _data()
     with pytest.raises(TypeError, match="generator"):
         initial_hyperparameters(X, y, generator=None)
+
+
+def test_resume_after_interrupt_with_heuristic_initialisation(tmp_path):
+    # the heuristic draws from the run's generator before the first step; a resumed run
+    # must not redo it (the checkpoint restores parameters and the generator state)
+    X, y = _data()
+    config = TrainingConfig(
+        solver="cg",
+        estimator="pathwise",
+        steps=4,
+        num_probes=4,
+        num_features=64,
+        init="heuristic",
+        init_subset=30,
+        init_centroids=2,
+        init_steps=5,
+    )
+    ref = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(7))
+
+    class Stop(Exception):
+        pass
+
+    def stop(record):
+        if record.step == 1:
+            raise Stop
+
+    ckpt = tmp_path / "run.pt"
+    with pytest.raises(Stop):
+        train_hyperparameters(
+            X, y, config, generator=torch.Generator().manual_seed(7), checkpoint=ckpt, callback=stop
+        )
+    resumed = train_hyperparameters(
+        X, y, config, generator=torch.Generator().manual_seed(0), checkpoint=ckpt
+    )
+    assert [r.lengthscale for r in resumed.log] == [r.lengthscale for r in ref.log]
+    assert resumed.noise == ref.noise
+    assert torch.equal(resumed.solutions, ref.solutions)
