@@ -9,7 +9,11 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["add_fit_parser", "run_fit"]
+__all__ = ["SGD_DEFAULT_BUDGET", "add_fit_parser", "run_fit"]
+
+#: Epochs per step for ``--solver sgd`` when neither a budget nor a learning rate is
+#: given (the largest budget of the paper's early-stopping study).
+SGD_DEFAULT_BUDGET = 50.0
 
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:
@@ -96,13 +100,20 @@ def run_fit(args: argparse.Namespace) -> int:
     from .gp.training import TrainingConfig, predictive, train_hyperparameters
     from .metrics import gaussian_log_likelihood, rmse
 
+    budget = args.epochs_budget
+    if args.solver == "sgd" and budget is None and args.sgd_lr is None:
+        budget = SGD_DEFAULT_BUDGET
+        print(
+            f"note: SGD without --epochs-budget or --sgd-lr: using {budget:g} epochs per step "
+            "(SGD to tolerance at the conservative default learning rate is very slow)"
+        )
     config = TrainingConfig(
         solver=args.solver,
         estimator=args.estimator,
         warm_start=args.warm_start,
         steps=args.steps,
         lr=args.lr,
-        epochs_budget=args.epochs_budget,
+        epochs_budget=budget,
         tol=args.tol,
         num_probes=args.num_probes,
         block_size=args.block_size,

@@ -204,10 +204,12 @@ class AlternatingProjections:
 def _largest_block(R: torch.Tensor, b: int) -> int:
     """Index of the block of ``b`` consecutive rows maximising ``Σ_j ‖R_j[block]‖``."""
     n, k = R.shape
-    nb = -(-n // b)
-    sq = torch.zeros(nb * b, k, dtype=R.dtype, device=R.device)
-    sq[:n] = R * R
-    return int(sq.view(nb, b, k).sum(1).sqrt().sum(1).argmax())
+    full = n // b  # whole blocks; a shorter last block is summed on its own (no padding copy)
+    sq = R * R
+    sums = sq[: full * b].view(full, b, k).sum(1)
+    if full * b < n:
+        sums = torch.cat([sums, sq[full * b :].sum(0, keepdim=True)])
+    return int(sums.sqrt().sum(1).argmax())
 
 
 def _cholesky(block: torch.Tensor, i: int) -> torch.Tensor:

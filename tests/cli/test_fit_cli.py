@@ -98,3 +98,12 @@ def test_data_source_is_required(capsys):
         main(["fit", "--steps", "1"])
     assert exc.value.code != 0
     assert "--data" in capsys.readouterr().err
+
+
+def test_sgd_without_budget_gets_a_default_budget(tmp_path: Path, capsys):
+    data = _csv(tmp_path / "toy.csv")
+    args = ["fit", "--data", str(data), "--solver", "sgd", "--estimator", "pathwise"]
+    rc = main([*args, "--steps", "2", "--num-probes", "4", "--batch-size", "40", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "epochs per step" in out and "test RMSE:" in out
