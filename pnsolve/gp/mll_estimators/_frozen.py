@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_frozen_like", "load_tensors", "require_generator"]
+__all__ = ["FrozenDraws", "check_frozen_like", "load_tensors", "require_generator"]
 
 
 def require_generator(generator: object, name: str = "generator") -> torch.Generator:
@@ -75,3 +75,27 @@ def load_tensors(
         if t.dtype != first.dtype or t.device != first.device:
             raise ValueError(f"state_dict[{key!r}] has another dtype/device than the others")
     return out
+
+
+class FrozenDraws:
+    """Mixin of the stochastic estimators: draws frozen until :meth:`resample`.
+
+    Subclasses hold ``self._generator`` and implement :meth:`_clear_draws`.
+    """
+
+    _generator: torch.Generator
+
+    def _clear_draws(self) -> None:
+        raise NotImplementedError
+
+    def resample(self, generator: torch.Generator | None = None) -> None:
+        """Forget the frozen draws; the next ``targets`` call draws new ones.
+
+        Parameters
+        ----------
+        generator
+            Use this generator from now on (default: keep the current one).
+        """
+        if generator is not None:
+            self._generator = require_generator(generator)
+        self._clear_draws()

@@ -10,7 +10,7 @@ from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
 from ._checks import check_chunk_rows, check_kernel, check_positive_int, check_problem, noise_value
 from ._features import draw_feature_base, rff_features
-from ._frozen import check_frozen_like, load_tensors, require_generator
+from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
 from ._surrogate import accumulate_surrogate_gradient
 from .base import GradientEstimator, cross_kernel_matmul
 
@@ -42,7 +42,7 @@ class PathwiseDraws:
     noise_weights: torch.Tensor
 
 
-class PathwiseEstimator(GradientEstimator):
+class PathwiseEstimator(FrozenDraws, GradientEstimator):
     """Pathwise estimator: probes ``ẑ_j = K̂⁻¹ ξ_j ~ N(0, K̂⁻¹)`` from prior samples.
 
     ``ξ_j = f_j(X) + σ w_j`` with ``f_j`` a prior function draw by random Fourier features
@@ -125,16 +125,7 @@ class PathwiseEstimator(GradientEstimator):
         """The frozen draws, or ``None`` before the first :meth:`targets` call."""
         return self._draws
 
-    def resample(self, generator: torch.Generator | None = None) -> None:
-        """Forget the frozen draws; the next :meth:`targets` call draws new ones.
-
-        Parameters
-        ----------
-        generator
-            Use this generator from now on (default: keep the current one).
-        """
-        if generator is not None:
-            self._generator = require_generator(generator)
+    def _clear_draws(self) -> None:
         self._draws = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:

@@ -6,7 +6,7 @@ import torch
 
 from ...kernels.base import StationaryKernel
 from ._checks import check_chunk_rows, check_positive_int, check_problem
-from ._frozen import check_frozen_like, load_tensors, require_generator
+from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
 from ._surrogate import accumulate_surrogate_gradient
 from .base import GradientEstimator
 
@@ -15,7 +15,7 @@ __all__ = ["StandardEstimator"]
 _DISTRIBUTIONS = ("gaussian", "rademacher")
 
 
-class StandardEstimator(GradientEstimator):
+class StandardEstimator(FrozenDraws, GradientEstimator):
     """Hutchinson estimator: probes ``z_j`` with ``E[z zᵀ] = I``.
 
     Solving ``K̂ [v_y, v_1, …, v_s] = [y, z_1, …, z_s]`` gives the unbiased estimate
@@ -90,16 +90,7 @@ class StandardEstimator(GradientEstimator):
         """The frozen probes ``Z``, shape ``(n, s)``, or ``None`` before the first draw."""
         return self._probes
 
-    def resample(self, generator: torch.Generator | None = None) -> None:
-        """Forget the frozen probes; the next :meth:`targets` call draws new ones.
-
-        Parameters
-        ----------
-        generator
-            Use this generator from now on (default: keep the current one).
-        """
-        if generator is not None:
-            self._generator = require_generator(generator)
+    def _clear_draws(self) -> None:
         self._probes = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:

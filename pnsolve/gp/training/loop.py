@@ -254,7 +254,7 @@ def train_hyperparameters(
             skip = (
                 config.max_step_residual is not None
                 and not res[4]
-                and max(res[0], res[1] if res[1] == res[1] else 0.0) > config.max_step_residual
+                and max(res[0], res[1]) > config.max_step_residual
             )
             if not skip:
                 estimator.backward(model.kernel, X, noise, yc, solutions)
