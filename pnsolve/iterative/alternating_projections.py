@@ -17,6 +17,7 @@ from ._common import (
     check_positive_int,
     check_solve_args,
     check_tol,
+    column_major,
     column_norms,
     confirm_below,
     excess,
@@ -169,19 +170,22 @@ class AlternatingProjections:
         )
         U = problem.U0.clone()
         with track.setup():
-            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
+            R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
         confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
         norms, last_excess = column_norms(R), math.inf
         factors: dict[int, torch.Tensor] = {}  # block → Cholesky factor of K̂[I, I]
+        blocks = [  # the index tensor of each block, built once
+            torch.arange(lo, min(lo + b, n), device=system.device) for lo in starts
+        ]
         iteration = 0
         while not track.met(norms) and track.can_iterate(iteration):
             i = _largest_block(R, b)
-            idx = torch.arange(starts[i], min(starts[i] + b, n), device=system.device)
+            idx, lo = blocks[i], starts[i]
             if i not in factors:
                 with track.setup():
                     factors[i] = _cholesky(system.block(idx), i)
-            delta = torch.cholesky_solve(R[idx], factors[i])
-            U[idx] += delta
+            delta = torch.cholesky_solve(R[lo : lo + idx.numel()], factors[i])
+            U[lo : lo + idx.numel()] += delta
             R -= system.columns(idx, delta)
             iteration += 1
             norms = column_norms(R)
@@ -193,7 +197,7 @@ class AlternatingProjections:
             track.record(norms)
             if confirm and track.met(norms):
                 with track.setup():
-                    R = true_residual(system, problem, U)
+                    R = column_major(true_residual(system, problem, U))
                 norms = column_norms(R)
                 previous, last_excess = last_excess, excess(track, norms)
                 if last_excess >= previous:

@@ -15,6 +15,7 @@ from ._common import (
     check_positive_int,
     check_solve_args,
     check_tol,
+    column_major,
     column_norms,
     true_residual,
 )
@@ -201,14 +202,14 @@ class StochasticGradientDescent:
         )
         U, M = problem.U0.clone(), torch.zeros_like(problem.B)
         with track.setup():
-            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
+            R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
         norms, exact = column_norms(R), True
         limit = DIVERGENCE_FACTOR * max(1.0, float(norms.max()))
         iteration = 0
         while True:
             if not exact and (track.met(norms) or not track.can_iterate(iteration)):
                 with track.setup():
-                    R = true_residual(system, problem, U)  # replaces the estimate
+                    R = column_major(true_residual(system, problem, U))  # replaces the estimate
                 norms, exact = self._checked(column_norms(R), limit, iteration), True
             if track.met(norms) or not track.can_iterate(iteration):
                 break

@@ -223,7 +223,8 @@ class KernelSystem:
         Returns
         -------
         torch.Tensor
-            Shape ``(n, k)``.
+            Shape ``(n, k)`` (on the dense backend column-contiguous: the transpose of a
+            contiguous ``(k, n)`` tensor).
         """
         idx = self._check_index(idx)
         W = self._check_matrix(W, "W", rows=idx.numel())
@@ -233,9 +234,14 @@ class KernelSystem:
             lo = int(idx[0])
             if bool((idx == torch.arange(lo, lo + idx.numel(), device=idx.device)).all()):
                 # contiguous block (alternating projections): a view, no b×n copy
-                out = K.narrow(1, lo, idx.numel()) @ W
+                rows = K.narrow(0, lo, idx.numel())
             else:
-                out = K[:, idx] @ W
+                rows = K[idx]
+            # K is exactly symmetric, so K[:, I] W = (Wᵀ K[I, :])ᵀ: one GEMM over contiguous
+            # rows, 1.5× faster than the skinny product with strided columns (DESIGN §7);
+            # the result is a transposed view (column-contiguous), which callers that keep
+            # their residual in the same layout update without a copy
+            out = torch.mm(W.mT, rows).mT
         else:
             rest = self._complement(idx)
             out = torch.empty(self.n, W.shape[1], dtype=self.dtype, device=self.device)

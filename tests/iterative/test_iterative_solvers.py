@@ -272,3 +272,26 @@ def test_chunked_backend_gives_the_same_solution(make_solver):
     assert b.converged and abs(a.iterations - b.iterations) <= 1
     gap = torch.linalg.matrix_norm(a.solution - b.solution) / torch.linalg.matrix_norm(a.solution)
     assert float(gap) <= 2 * dense.cond() * tol * math.sqrt(dense.B.shape[1])
+
+
+@pytest.mark.parametrize("k", [1, 4])
+@pytest.mark.parametrize("warm", [False, True])
+def test_inputs_are_left_untouched(make_solver, k, warm):
+    """``B`` and ``x0`` are read only, also with one column (whose two memory layouts
+    coincide: a residual "copied" into the solvers' column-major layout by
+    ``.contiguous()`` aliased ``B`` there, and SGD's residual updates corrupted it)."""
+    p = build_problem(k=k)
+    B = p.B.clone()
+    x0 = 0.1 * torch.randn(B.shape, generator=torch.Generator().manual_seed(3), dtype=F64)
+    x0_copy = x0.clone()
+    result = _solve(make_solver(), p, x0 if warm else None)
+    assert result.converged
+    assert torch.equal(p.B, B) and torch.equal(x0, x0_copy)
+
+
+def test_column_major_always_copies():
+    for shape in [(7, 1), (7, 3), (1, 1)]:
+        R = torch.randn(shape, dtype=F64)
+        C = _common.column_major(R)
+        assert torch.equal(C, R) and C.data_ptr() != R.data_ptr()
+        assert C.mT.is_contiguous()
