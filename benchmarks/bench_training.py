@@ -6,20 +6,21 @@ estimator and warm starts) and the **early-stopping study** of §5 / Figure 9 wi
 
 1. **Table 1.** UCI pol, elevators and bike (``pn.datasets.load_uci``, split 0,
    standardised with the training statistics). The training set is subsampled to
-   ``n`` rows with a fixed generator (``--n``, default 500); the test set stays
+   ``n`` rows with a fixed generator (``--n``, default 1000); the test set stays
    complete. Matérn-3/2 ARD kernel, every hyperparameter starts at 1.0, Adam with
-   learning rate 0.1 for ``--steps`` steps (default 50; the paper: 100), tolerance
+   learning rate 0.1 for ``--steps`` steps (default 100, the paper's), tolerance
    0.01 on the mean system and on the average probe system, 64 probes, 2000 random
-   Fourier features for the pathwise estimator, float64. The defaults make the whole
-   benchmark take ≈ 12 min on the shared 2-core CPU machine: at ``n = 1000`` and 100
-   steps pol's noise falls to 0.002 and one cold AP/SGD solve with the standard
-   estimator needs 1500–2500 epochs (≈ 1.5–2.5 min) per step at the end, hours in all.
+   Fourier features for the pathwise estimator, float64. The paper's speed-ups come
+   from the late, ill-conditioned steps: at ``n = 1000`` pol's noise variance falls to
+   0.002 by step 100, where a cold AP solve with the standard estimator needs more than
+   the per-step cap of 1000 epochs. The full run takes about 1.5 h on the 2-core CPU
+   machine with ``--jobs 2``; ``--n 500 --steps 50`` about 10 min.
    Variants: ``exact`` (dense Cholesky + autograd: the reference) and {CG, AP, SGD} ×
    {standard, pathwise} × {cold, warm} (``--solvers`` picks a subset). CG uses a
    rank-100 pivoted-Cholesky preconditioner (the paper's rank, *not* scaled with
    ``n``). The AP block size and the SGD batch size keep the paper's ratios ``b/N``
    (``b = 1000`` and ``500`` at the full training size ``N`` of each data set), e.g.
-   37 and 19 on pol at ``n = 500``. Every step's iterations are capped at ``--cap`` epochs (default
+   74 and 37 on pol at ``n = 1000``. Every step's iterations are capped at ``--cap`` epochs (default
    1000, a guard like the paper's time limit; steps that hit it count as unconverged).
    The SGD learning rate is tuned per data set as in the paper's App. B: the largest
    rate of a grid that does not make the first outer step's solve diverge (both
@@ -60,8 +61,11 @@ in one run, one thread, same generator seed). The benchmark runs torch on one th
 with another job on the 2 cores, two threads were up to 50× slower.
 
 Usage: ``python benchmarks/bench_training.py [--quick] [--datasets pol elevators bike]
-[--n 500] [--steps 50] [--solvers cg ap sgd] [--es-dataset pol] [--budgets 10 20 50]
-[--no-early-stopping] [--no-baseline] [--cap 1000] [--figures DIR]``.
+[--n 1000] [--steps 100] [--solvers cg ap sgd] [--es-dataset pol] [--budgets 10 20 50]
+[--no-early-stopping] [--no-baseline] [--cap 1000] [--figures DIR] [--jobs 2]
+[--results DIR]``. ``--jobs`` runs the independent training runs in parallel
+processes (one torch thread each); ``--results`` saves each table-1 unit and reuses it
+in a later invocation with the same settings.
 ``--quick`` (tiny sizes, < 2 min) writes its figures to ``outputs/bench_training``;
 the full run writes them to ``docs/img``.
 """
@@ -70,9 +74,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
+import pickle
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -222,35 +229,115 @@ def fit(X, y, Xs, ys, config: TrainingConfig, label: str, seed: int) -> Run:
     return run
 
 
-def table1(name: str, args, base: TrainingConfig) -> dict[str, Run]:
+def block_sizes(n: int, N: int) -> dict[str, int]:
+    """AP block and SGD batch at ``n`` rows, keeping the paper's ratio ``b/N``."""
+    return {s: max(1, round(PAPER_B[s] * n / N)) for s in PAPER_B}
+
+
+def run_unit(name: str, unit: str, args, base: TrainingConfig) -> tuple[dict[str, Run], list[str]]:
+    """:func:`compute_unit`, or its result saved by an earlier invocation (``--results``)."""
+    path = None
+    if args.results:
+        tag = f"n{args.n}-steps{args.steps}-probes{args.probes}-cap{args.cap:g}-seed{args.seed}"
+        path = Path(args.results) / f"{name}-{unit}-{tag}.pkl"
+        if path.exists():
+            log(f"[{name}] {unit}: reusing {path}")
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+    out = compute_unit(name, unit, args, base)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            pickle.dump(out, fh)
+    return out
+
+
+def compute_unit(
+    name: str, unit: str, args, base: TrainingConfig
+) -> tuple[dict[str, Run], list[str]]:
+    """One unit of table 1: the exact run of a data set, or one solver's four variants.
+
+    Units are independent (same data, seeds and settings), so ``--jobs`` runs them in
+    parallel processes, one torch thread each. Returns the runs by label and the
+    output lines to print (the SGD learning-rate search).
+    """
+    torch.set_num_threads(1)
     X, y, Xs, ys, N = load(name, args.n, args.seed)
-    n = X.shape[0]
-    b = {s: max(1, round(PAPER_B[s] * n / N)) for s in PAPER_B}
-    log(
-        f"[{name}] n = {n} of {N}, d = {X.shape[1]}, test {Xs.shape[0]}; AP b = {b['ap']}, "
-        f"SGD b = {b['sgd']}"
-    )
-    lr, trace = tune_sgd_lr(X, y, b["sgd"], args.seed, base.epochs_budget)
-    print(
-        f"\n[{name}] SGD learning-rate search (batch {b['sgd']}, descending): " + "; ".join(trace)
-    )
-    print(f"[{name}] chosen SGD learning rate: {lr:g}")
+    b = block_sizes(X.shape[0], N)
     runs: dict[str, Run] = {}
-    cfg = replace(base, solver="cholesky", estimator="exact", warm_start=False)
-    runs["exact"] = fit(X, y, Xs, ys, cfg, "exact", args.seed)
-    for solver in args.solvers:
-        for est, warm in VARIANTS:
-            cfg = replace(
-                base,
-                solver=solver,
-                estimator=est,
-                warm_start=warm,
-                block_size=b["ap"],
-                batch_size=b["sgd"],
-                sgd_lr=lr,
-            )
-            label = variant_label(solver, est, warm)
-            runs[label] = fit(X, y, Xs, ys, cfg, label, args.seed)
+    lines: list[str] = []
+    if unit == "exact":
+        log(
+            f"[{name}] n = {X.shape[0]} of {N}, d = {X.shape[1]}, test {Xs.shape[0]}; "
+            f"AP b = {b['ap']}, SGD b = {b['sgd']}"
+        )
+        cfg = replace(base, solver="cholesky", estimator="exact", warm_start=False)
+        runs["exact"] = fit(X, y, Xs, ys, cfg, f"{name} exact", args.seed)
+        return runs, lines
+    lr = None
+    if unit == "sgd":
+        lr, trace = tune_sgd_lr(X, y, b["sgd"], args.seed, base.epochs_budget)
+        lines.append(
+            f"[{name}] SGD learning-rate search (batch {b['sgd']}, descending): " + "; ".join(trace)
+        )
+        lines.append(f"[{name}] chosen SGD learning rate: {lr:g}")
+    for est, warm in VARIANTS:
+        cfg = replace(
+            base,
+            solver=unit,
+            estimator=est,
+            warm_start=warm,
+            block_size=b["ap"],
+            batch_size=b["sgd"],
+            sgd_lr=lr,
+        )
+        label = variant_label(unit, est, warm)
+        runs[label] = fit(X, y, Xs, ys, cfg, f"{name} {label}", args.seed)
+    return runs, lines
+
+
+#: Expected cost rank of a unit (SGD's standard-cold runs are the slowest on a CPU).
+_COST_ORDER = {"sgd": 0, "ap": 1, "cg": 2, "exact": 3}
+
+
+def in_pool(fn, tasks: list[tuple], jobs: int) -> list:
+    """``[fn(*t) for t in tasks]``, in ``jobs`` spawned processes when ``jobs > 1``."""
+    if jobs <= 1:
+        return [fn(*t) for t in tasks]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        return [f.result() for f in [pool.submit(fn, *t) for t in tasks]]
+
+
+def run_units(args, base: TrainingConfig) -> dict[str, dict[str, Run]]:
+    """Every unit of table 1 (``--jobs`` processes), runs grouped by data set."""
+    units = [(d, u) for d in args.datasets for u in ("exact", *args.solvers)]
+    # the costliest units first, so that parallel workers finish together
+    units.sort(key=lambda unit: _COST_ORDER[unit[1]])
+    done = in_pool(run_unit, [(d, u, args, base) for d, u in units], args.jobs)
+    out: dict[str, dict[str, Run]] = {d: {} for d in args.datasets}
+    lines: dict[str, list[str]] = {d: [] for d in args.datasets}
+    for (d, _), (runs, text) in zip(units, done):
+        out[d].update(runs)
+        lines[d].extend(text)
+    for d in args.datasets:
+        table1(d, args, base, out[d], lines[d])
+    return out
+
+
+def table1(name: str, args, base: TrainingConfig, runs: dict[str, Run], lines: list[str]) -> None:
+    """Print table 1 of one data set from its runs."""
+    _, _, Xs, _, N = load(name, args.n, args.seed)
+    n = min(args.n, N)
+    b = block_sizes(n, N)
+    print()
+    for line in lines:
+        print(line)
+    lr = (
+        runs[variant_label("sgd", "standard", False)].config.sgd_lr
+        if "sgd" in args.solvers
+        else None
+    )
     ref = runs["exact"]
     rows = [
         [
@@ -290,7 +377,8 @@ def table1(name: str, args, base: TrainingConfig) -> dict[str, Run]:
             )
     print_table(
         f"Table 1, {name}: n = {n} (of {N}) train / {Xs.shape[0]} test, {args.steps} Adam steps, "
-        f"tol {TOL}, {base.num_probes} probes; AP block {b['ap']}, SGD batch {b['sgd']} lr {lr:g}",
+        f"tol {TOL}, {base.num_probes} probes; AP block {b['ap']}, SGD batch {b['sgd']}"
+        + (f" lr {lr:g}" if lr is not None else ""),
         [
             "solver",
             "pathwise",
@@ -307,7 +395,6 @@ def table1(name: str, args, base: TrainingConfig) -> dict[str, Run]:
         ],
         rows,
     )
-    return runs
 
 
 def speedups(runs: dict[str, Run], solver: str, est: str, warm: bool) -> tuple[float, float]:
@@ -372,35 +459,55 @@ def summary(all_runs: dict[str, dict[str, Run]], solvers: tuple[str, ...]) -> No
     )
 
 
+def es_unit(name: str, key: tuple[str, str, bool, str], lr, args, base: TrainingConfig) -> Run:
+    """One early-stopping run: ``key = (solver, estimator, warm, budget)``."""
+    torch.set_num_threads(1)
+    solver, est, warm, budget = key
+    X, y, Xs, ys, N = load(name, args.n, args.seed)
+    b = block_sizes(X.shape[0], N)
+    cfg = replace(
+        base,
+        solver=solver,
+        estimator=est,
+        warm_start=warm,
+        block_size=b["ap"],
+        batch_size=b["sgd"],
+        sgd_lr=lr,
+        epochs_budget=float(budget),
+    )
+    return fit(X, y, Xs, ys, cfg, f"{name} {variant_label(solver, est, warm)} ≤{budget}", args.seed)
+
+
 def early_stopping(args, base: TrainingConfig, table_runs: dict[str, Run] | None) -> dict:
     name = args.es_dataset
-    X, y, Xs, ys, N = load(name, args.n, args.seed)
+    X, y, _, _, N = load(name, args.n, args.seed)
     n = X.shape[0]
-    b = {s: max(1, round(PAPER_B[s] * n / N)) for s in PAPER_B}
-    if table_runs is not None:
-        lr = table_runs[variant_label("sgd", "standard", False)].config.sgd_lr
+    b = block_sizes(n, N)
+    sgd = None if table_runs is None else table_runs.get(variant_label("sgd", "standard", False))
+    if sgd is not None:
+        lr = sgd.config.sgd_lr
+    elif "sgd" not in args.solvers:
+        lr = None
     else:
         lr, _ = tune_sgd_lr(X, y, b["sgd"], args.seed, base.epochs_budget)
-    log(f"[early stopping, {name}] n = {n}, budgets {args.budgets}, SGD lr {lr:g}")
+    log(f"[early stopping, {name}] n = {n}, budgets {args.budgets}, SGD lr {lr}")
     variants = [("pathwise", True), ("pathwise", False)]
     if not args.no_baseline:
         variants.append(("standard", False))
+    keys = [
+        (solver, est, warm, str(budget))
+        for solver in args.solvers
+        for budget in args.budgets
+        for est, warm in variants
+    ]
+    # the costliest (SGD, AP, large budgets) first, so that parallel workers finish together
+    order = sorted(keys, key=lambda k: (_COST_ORDER[k[0]], -float(k[3])))
+    done = dict(zip(order, in_pool(es_unit, [(name, k, lr, args, base) for k in order], args.jobs)))
     out: dict[tuple[str, str, bool, str], Run] = {}
     for solver in args.solvers:
-        for budget in args.budgets:
-            for est, warm in variants:
-                cfg = replace(
-                    base,
-                    solver=solver,
-                    estimator=est,
-                    warm_start=warm,
-                    block_size=b["ap"],
-                    batch_size=b["sgd"],
-                    sgd_lr=lr,
-                    epochs_budget=float(budget),
-                )
-                label = f"{variant_label(solver, est, warm)} ≤{budget}"
-                out[(solver, est, warm, str(budget))] = fit(X, y, Xs, ys, cfg, label, args.seed)
+        for key in keys:
+            if key[0] == solver:
+                out[key] = done[key]
         if table_runs is not None:
             for est, warm in variants:
                 out[(solver, est, warm, "tol")] = table_runs[variant_label(solver, est, warm)]
@@ -506,8 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--datasets", nargs="+", default=None, help="table-1 data sets (default pol elevators bike)"
     )
-    parser.add_argument("--n", type=int, default=None, help="training rows (default 500)")
-    parser.add_argument("--steps", type=int, default=None, help="Adam steps (default 50)")
+    parser.add_argument("--n", type=int, default=None, help="training rows (default 1000)")
+    parser.add_argument("--steps", type=int, default=None, help="Adam steps (default 100)")
     parser.add_argument("--es-dataset", default="pol", help="early-stopping data set")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
     parser.add_argument("--no-early-stopping", action="store_true")
@@ -528,6 +635,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--results",
+        default=None,
+        help="folder for the table-1 units' results: a unit already saved there by an "
+        "earlier invocation with the same --n/--steps/--probes/--cap/--seed is reused, "
+        "not rerun (e.g. to add --solvers sgd to a cg/ap run); results of older code "
+        "are NOT detected: clear the folder after changing the library",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="table-1 units (a data set's exact run, or one solver's four variants) run in "
+        "this many processes, one torch thread each (default 1)",
+    )
+    parser.add_argument(
         "--figures",
         default=None,
         help="figure folder (default docs/img, outputs/bench_training with --quick)",
@@ -541,8 +663,8 @@ def main(argv: list[str] | None = None) -> int:
         args.probes = min(args.probes, 16)
         args.budgets = [5, 10]
     args.datasets = args.datasets or ["pol", "elevators", "bike"]
-    args.n = args.n or 500
-    args.steps = args.steps or 50
+    args.n = args.n or 1000
+    args.steps = args.steps or 100
     fig_dir = (
         Path(args.figures)
         if args.figures
@@ -566,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
         f"bench_training: n = {args.n}, steps = {args.steps}, probes = {args.probes}, "
         f"datasets {args.datasets}, float64, torch threads 1"
     )
-    all_runs = {name: table1(name, args, base) for name in args.datasets}
+    all_runs = run_units(args, base)
     summary(all_runs, args.solvers)
     curves = args.es_dataset if args.es_dataset in all_runs else args.datasets[0]
     keep = ["exact"] + [
