@@ -229,6 +229,28 @@ def fit(X, y, Xs, ys, config: TrainingConfig, label: str, seed: int) -> Run:
     return run
 
 
+def variant_config(
+    base: TrainingConfig,
+    solver: str,
+    estimator: str,
+    warm: bool,
+    b: dict[str, int],
+    lr: float | None,
+    **changes,
+) -> TrainingConfig:
+    """``base`` for one solver/estimator/warm-start variant (AP block and SGD batch ``b``)."""
+    return replace(
+        base,
+        solver=solver,
+        estimator=estimator,
+        warm_start=warm,
+        block_size=b["ap"],
+        batch_size=b["sgd"],
+        sgd_lr=lr,
+        **changes,
+    )
+
+
 def block_sizes(n: int, N: int) -> dict[str, int]:
     """AP block and SGD batch at ``n`` rows, keeping the paper's ratio ``b/N``."""
     return {s: max(1, round(PAPER_B[s] * n / N)) for s in PAPER_B}
@@ -282,15 +304,7 @@ def compute_unit(
         )
         lines.append(f"[{name}] chosen SGD learning rate: {lr:g}")
     for est, warm in VARIANTS:
-        cfg = replace(
-            base,
-            solver=unit,
-            estimator=est,
-            warm_start=warm,
-            block_size=b["ap"],
-            batch_size=b["sgd"],
-            sgd_lr=lr,
-        )
+        cfg = variant_config(base, unit, est, warm, b, lr)
         label = variant_label(unit, est, warm)
         runs[label] = fit(X, y, Xs, ys, cfg, f"{name} {label}", args.seed)
     return runs, lines
@@ -464,16 +478,8 @@ def es_unit(name: str, key: tuple[str, str, bool, str], lr, args, base: Training
     torch.set_num_threads(1)
     solver, est, warm, budget = key
     X, y, Xs, ys, N = load(name, args.n, args.seed)
-    b = block_sizes(X.shape[0], N)
-    cfg = replace(
-        base,
-        solver=solver,
-        estimator=est,
-        warm_start=warm,
-        block_size=b["ap"],
-        batch_size=b["sgd"],
-        sgd_lr=lr,
-        epochs_budget=float(budget),
+    cfg = variant_config(
+        base, solver, est, warm, block_sizes(X.shape[0], N), lr, epochs_budget=float(budget)
     )
     return fit(X, y, Xs, ys, cfg, f"{name} {variant_label(solver, est, warm)} ≤{budget}", args.seed)
 
