@@ -55,7 +55,11 @@ def plot_training(
                 ax_res.semilogy(
                     *zip(*pts), color=color, ls=style, label=label if style == "-" else None
                 )
-        ax_ep.plot(steps, [r.epochs for r in log], color=color, label=label)
+        # log scale: budgets and cold baselines span 1–1000 epochs per step; exact runs
+        # (zero epochs) have nothing to draw there and appear in the noise panel's legend
+        pts = [(s, r.epochs) for s, r in zip(steps, log) if r.epochs > 0]
+        if pts:
+            ax_ep.semilogy(*zip(*pts), color=color, label=label)
         ax_noise.semilogy(steps, [r.noise for r in log], color=color, label=label)
         ax_os.plot(steps, [r.outputscale for r in log], color=color, label=label)
     if not any_residual:
@@ -70,6 +74,6 @@ def plot_training(
         ax.set_xlabel("Adam step")
     for ax in axes.flat:
         ax.grid(True, which="both", alpha=0.3)
-    ax_ep.legend(fontsize=8)
+    ax_noise.legend(fontsize=8)
     fig.suptitle(title)
     return save_figure(fig, path)
