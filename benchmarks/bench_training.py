@@ -139,6 +139,11 @@ class Run:
     def unconverged(self) -> int:
         return sum(not r.converged for r in self.result.log) if self.result else 0
 
+    @property
+    def skipped(self) -> int:
+        """Steps whose update was skipped (unconverged with residual > max_step_residual)."""
+        return sum(r.skipped for r in self.result.log) if self.result else 0
+
 
 def variant_label(solver: str, estimator: str, warm: bool) -> str:
     return f"{solver}/{estimator}-{'warm' if warm else 'cold'}"
@@ -223,8 +228,8 @@ def fit(X, y, Xs, ys, config: TrainingConfig, label: str, seed: int) -> Run:
     log(
         f"  {label:28s} epochs {run.epochs:8.1f}  train {run.seconds:7.1f}s "
         f"(wall {time.perf_counter() - t0:6.1f}s)  LLH {run.llh:+.4f}  noise {result.noise:.4g}  "
-        f"unconv {run.unconverged}  probe res mean {statistics.mean(probes):.2e} "
-        f"final {probes[-1]:.2e}"
+        f"unconv {run.unconverged}  skipped {run.skipped}  "
+        f"probe res mean {statistics.mean(probes):.2e} final {probes[-1]:.2e}"
     )
     return run
 
@@ -366,6 +371,7 @@ def table1(name: str, args, base: TrainingConfig, runs: dict[str, Run], lines: l
             "—",
             "—",
             "—",
+            "—",
             "",
         ]
     ]
@@ -386,6 +392,7 @@ def table1(name: str, args, base: TrainingConfig, runs: dict[str, Run], lines: l
                     f"{ratio(base_run.epochs, r.epochs):.2f}×",
                     f"{ratio(base_run.seconds, r.seconds):.2f}×",
                     str(r.unconverged),
+                    str(r.skipped),
                     r.note,
                 ]
             )
@@ -405,6 +412,7 @@ def table1(name: str, args, base: TrainingConfig, runs: dict[str, Run], lines: l
             "speed-up (epochs)",
             "speed-up (time)",
             "unconv. steps",
+            "skipped",
             "note",
         ],
         rows,
@@ -531,6 +539,7 @@ def early_stopping(args, base: TrainingConfig, table_runs: dict[str, Run] | None
                 f"{r.result.log[-1].residual_norm_mean:.2e}",
                 f"{r.epochs:.0f}",
                 str(r.unconverged),
+                str(r.skipped),
                 f"{r.llh:+.4f}",
                 r.note,
             ]
@@ -549,6 +558,7 @@ def early_stopping(args, base: TrainingConfig, table_runs: dict[str, Run] | None
             "mean-system res. (final)",
             "epochs",
             "unconv. steps",
+            "skipped",
             "test LLH",
             "note",
         ],
