@@ -77,8 +77,13 @@ class TrainingConfig:
         residual (mean or probes) above this value: its gradient estimate is garbage
         (above 1 the zero vector would be a better solution) and one such step can
         stall Adam for the rest of the run. The step is logged with ``skipped=True``;
-        with warm starts the next solve continues from its solutions. ``None`` applies
-        every update (the paper's loop).
+        with warm starts the next solve continues from its solutions, so progress
+        accumulates. Without warm starts the next step solves the same system again
+        (fresh probes, same hyperparameters), so a budget too small for that system
+        skips every remaining step: the run stays at the last hyperparameters whose
+        solve succeeded (measured: CG, standard estimator, cold, 10 epochs per step on
+        1000 rows of pol: 50 of 100 steps skipped). ``None`` applies every update (the
+        paper's loop).
     """
 
     solver: str = "cg"
