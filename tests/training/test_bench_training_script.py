@@ -24,8 +24,11 @@ def bench(monkeypatch):
 def _args(tmp_path: Path, *extra: str) -> list[str]:
     return [
         "--quick",
+        # elevators ships with the package: the test runs without ../shared/data
         "--datasets",
-        "pol",
+        "elevators",
+        "--es-dataset",
+        "elevators",
         "--budgets",
         "5",
         "--figures",
@@ -40,7 +43,7 @@ def test_quick_run_then_reuse(bench, tmp_path, capsys):
     # without SGD the early-stopping study needs no learning rate (a KeyError once)
     assert bench.main(_args(tmp_path, "--solvers", "cg", "ap", "--jobs", "2")) == 0
     first = capsys.readouterr()
-    assert "Table 1, pol" in first.out and "Early stopping on pol" in first.out
+    assert "Table 1, elevators" in first.out and "Early stopping on elevators" in first.out
     assert (tmp_path / "fig" / "training_curves.png").stat().st_size > 0
     assert (tmp_path / "fig" / "training_early_stopping.png").stat().st_size > 0
     saved = sorted(p.name for p in (tmp_path / "units").iterdir())
