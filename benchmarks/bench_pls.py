@@ -9,9 +9,12 @@ that neither solver converges within the requested count: ``pn.cg`` runs with
 ``MaxIterations(iters)``; both iteration counts are checked and printed.
 
 Per iteration the PLS does CG's one product plus ``O(n i)`` work against its stored
-factors (``A``-conjugation of the action against all previous directions, which
-plain CG skips and which is why it keeps full conjugacy), so its overhead grows
-with the iteration count: the ratio is for the *average* iteration of a run.
+factors (``A``-conjugation of the action against all previous directions in two
+Gram–Schmidt passes, which plain CG skips and which is why it keeps full
+conjugacy), so its overhead grows with the iteration count: the ratio is for the
+*average* iteration of a run. The second pass (one more read of ``V``) costs about
+10 % of a dense stored matvec at ``n = 5000, i = 500`` and nothing measurable at
+``n = 20000`` or for matrix-free kernels.
 
 Timing: ``pn.cg`` and the PLS are interleaved round-robin after a short warm-up
 round, and the median over rounds is taken, so drift on a shared machine hits both

@@ -447,7 +447,8 @@ for name, p in rows.items():
 #
 # To split the combined variance we need the Laplace variance
 # `k(x, x) − k(x, X) P A_t⁺ P k(X, x)` for the last Newton step's system `m.A`, the sum
-# of `P K P` and `W_t⁺`. `posterior.math_var` computes it on demand by plain CG to
+# of `P K P`, `W_t⁺` and `c (I − P)` (the last term makes the solver's operator positive
+# definite off the centred subspace and changes nothing on it). `posterior.math_var` computes it on demand by plain CG to
 # rounding level. On this badly conditioned system (`W⁺` has entries up to `1/p` for
 # small class probabilities) that takes thousands of iterations: fine for a test
 # point or two (the smoke run cross-checks one), minutes for dozens at full size. We
@@ -462,7 +463,7 @@ entropy = -(probs * probs.clamp_min(1e-300).log()).sum(1)
 uncertain = torch.argsort(entropy, descending=True)[:6]
 pts = torch.cat([watch, uncertain])
 with torch.no_grad():
-    _, Wt = m.A.ops  # P K P (with its counting wrapper) and W_t⁺
+    _, Wt, _ = m.A.ops  # P K P (with its counting wrapper), W_t⁺ and c (I − P)
     indicators = torch.kron(torch.eye(C, dtype=X.dtype), torch.ones(n, 1, dtype=X.dtype))
     blocks = (Wt @ indicators).reshape(C, n, C).permute(1, 0, 2)  # (n, C, C)
     PC = torch.eye(C, dtype=X.dtype) - 1.0 / C

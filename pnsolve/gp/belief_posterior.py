@@ -83,10 +83,16 @@ def belief_posterior(
     num_latent
         ``C``: the posterior presents mean and variance with shape ``(t, C)`` when ``C > 1``.
     projector
-        ``P`` when ``A`` is positive definite only on ``range P`` (see :func:`exact_variance`).
+        ``P`` when the belief is about ``range P`` only (e.g. the softmax system
+        ``P K P + W⁺``): weights and root are projected before use, so directions
+        outside ``range P`` (rounding, or the solver's regularising complement) never
+        reach the posterior; see also :func:`exact_variance`.
     """
     with torch.no_grad():
-        KV = cross @ torch.cat([weights.unsqueeze(-1), V], dim=1)  # (T, 1 + i)
+        WV = torch.cat([weights.unsqueeze(-1), V], dim=1)  # (N, 1 + i)
+        if projector is not None:  # the belief is about range P only
+            WV = projector @ WV
+        KV = cross @ WV  # (T, 1 + i)
         mean = offset + KV[:, 0]
         KV = KV[:, 1:]
         var = prior_var - (KV * KV).sum(1)

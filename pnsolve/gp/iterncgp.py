@@ -142,7 +142,10 @@ class IterNCGP:
     runs on ``P K P + W⁺`` with ``P`` the per-point projector off the all-ones
     direction, the only directions the likelihood informs; the posterior covariance is
     then the Laplace covariance ``(K⁻¹ + W)⁻¹`` (the unprojected ``K + W⁺`` would
-    treat the per-point class sum as observed without noise).
+    treat the per-point class sum as observed without noise). That operator is singular
+    off range ``P``; the solver runs on ``P K P + W⁺ + c (I − P)`` (``c`` = the prior
+    variance), identical on range ``P``, so that rounding errors leaving range ``P`` are
+    measured by the solver's metric instead of growing unseen.
 
     Examples
     --------
@@ -285,6 +288,12 @@ class IterNCGP:
         N = Kop.shape[0]
         P = lik.latent_projector(X.shape[0], X.dtype, X.device)
         Keff = Kop if P is None else _sandwich(P, Kop)  # P K P: the informed directions
+        # P K P + W⁺ is singular off range P; c (I − P) makes it positive definite there
+        # without changing anything on range P (targets and actions live there), so the
+        # solver's A-metric sees, and keeps in check, rounding that leaves range P.
+        complement = (
+            None if P is None else _complement(P, float(self.kernel.diag(X[:1]).detach()[0]))
+        )
         self.X, self.y, self.K, self._P = X, y, Kop, P
         self.buffer = KrylovBuffer(Keff) if self.recycle else None
         solver = self.solver
@@ -302,7 +311,7 @@ class IterNCGP:
                 F = lik.unflatten(self.mean + h)
                 noise = lik.noise(F, y)
                 target = h + noise @ lik.flatten(lik.gradient(F, y))  # pseudo-targets − μ
-                A = Sum(Keff, noise)
+                A = Sum(Keff, noise) if complement is None else Sum(Keff, noise, complement)
                 state = None
                 size_before = 0 if self.buffer is None else self.buffer.size
                 inner = solver.iterate(A, target, buffer=self.buffer, generator=generator)
@@ -504,6 +513,18 @@ def _sandwich(P: LinearOperator, K: LinearOperator) -> LinearOperator:
         K.shape,
         dtype=K.dtype,
         device=K.device,
+        is_symmetric=True,
+        is_psd=True,
+    )
+
+
+def _complement(P: LinearOperator, c: float) -> LinearOperator:
+    """``c (I − P)`` for a symmetric projector ``P`` (no product with ``K``)."""
+    return Closure(
+        lambda V: c * (V - P @ V),
+        P.shape,
+        dtype=P.dtype,
+        device=P.device,
         is_symmetric=True,
         is_psd=True,
     )

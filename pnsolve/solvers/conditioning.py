@@ -8,11 +8,25 @@ With images ``Z = A S`` (the one product per iteration) and the current factors
     G  = Zᵀ C = B⁻ᵀB⁻¹            (eigendecomposition; dependent directions dropped)
     V ← [V, C B],  AV ← [AV, AC B],  x ← x + C B Bᵀ Sᵀ r,  r ← r − AC B Bᵀ Sᵀ r
 
-Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``),
-re-conjugated once more when the first pass cancelled most of it (heavy
-cancellation leaves rounding errors of the size of the cancelled part), which
-costs no product because ``A C`` is known. Under a general prior the same two passes
-run in the ``Σ₀`` inner product on the images (``w = z − W(Vᵀz)``, ``C = Σ₀ w``).
+Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``).
+Keeping ``Vᵀ A V = I`` to rounding in floating point takes three safeguards, none of
+which costs a product in the normal course of a solve:
+
+1. **Two Gram–Schmidt passes** ("twice is enough", CGS2). One pass against a ``V``
+   that is orthonormal only to ``δ`` leaves an error ``δ ‖Vᵀ z‖ / ‖C‖_A``, which
+   compounds from iteration to iteration once Ritz values converge (Paige); the
+   second pass always computes its coefficients (one read of ``V``) and updates only
+   with the rows above rounding level.
+2. **Image accuracy.** ``AC = z − AV (Vᵀ z)`` loses accuracy to cancellation; a
+   first-order bound on each stored image's error is kept, and when it exceeds
+   :func:`image_tolerance` while a fresh product would be clearly better, the images
+   of the new directions are recomputed with one product (counted in ``products``).
+3. **Refinement** of blocks (replayed Krylov buffers, block policies) and of
+   recomputed images: a second orthonormalisation of the normalised directions,
+   dropping those that lose more than half their squared norm (Kahan–Parlett).
+
+Under a general prior the same passes run in the ``Σ₀`` inner product on the images
+(``w = z − W(Vᵀz)``, ``C = Σ₀ w``); images are never recomputed there.
 """
 
 from __future__ import annotations
@@ -30,16 +44,28 @@ from ..linops.base import LinearOperator
 __all__ = ["Conditioner", "NonFiniteObservation", "Update"]
 
 
-#: Re-conjugate when the first pass leaves less than ``reconjugation_threshold(eps)`` of the
-#: action's squared A-norm. One pass leaves an A-conjugacy error of about
-#: ``eps · ‖s‖_A / ‖d‖_A``; below ``‖d‖²_A / ‖s‖²_A = √eps`` that error exceeds
-#: ``eps^{3/4}`` and a second pass (three more passes over the factors, no product)
-#: restores it. The classical "twice is enough" threshold 1/2 fires on most CG
-#: iterations (r and its conjugated direction naturally differ in A-norm) at no
-#: measured accuracy gain (κ = 1e8 test problem), and costs ~20 % of a matvec at
-#: n = 5000, i = 500.
-def reconjugation_threshold(eps: float) -> float:
-    """Squared A-norm ratio below which the action is conjugated a second time."""
+#: A normalised direction that keeps less than this fraction of its squared norm when
+#: orthogonalised once more is numerically dependent on the observed ones (Parlett,
+#: *The Symmetric Eigenvalue Problem*, §6-9: "twice is enough").
+KAHAN_PARLETT_RATIO = 0.5
+
+
+#: A recursive image is recomputed only when a fresh product bounds its error this many
+#: times more tightly (on an ill-conditioned system in low precision a fresh product is
+#: no better than the recursion, and the product would be wasted).
+REDO_GAIN = 16.0
+
+
+def image_tolerance(eps: float) -> float:
+    """Largest relative error bound of a stored image ``A v`` kept without recomputing it.
+
+    ``√eps``: ``1.5e-8`` in float64, ``3.5e-4`` in float32. Recursive images
+    ``z − AV coef`` lose accuracy only through cancellation (about ``eps / ρ`` for an
+    image that keeps a fraction ``ρ`` of the terms it is formed from); genuine Krylov,
+    unit-vector and random directions keep ``ρ ≫ √eps``, so the extra product that resets
+    the bound is spent only on degenerate actions (stalled residuals, repeated or
+    near-dependent custom actions).
+    """
     return math.sqrt(eps)
 
 
@@ -54,11 +80,16 @@ class Update:
     dx: torch.Tensor  # (n,) mean increment
     dr: torch.Tensor  # (n,) residual decrement
     rank_added: int
-    products: int  # extra products with A (0 under the inverse prior)
+    products: int  # extra products with A (0 under the inverse prior unless images are redone)
+    matvecs: int  # columns multiplied in those extra products
 
 
 class Conditioner:
     """Owns the growing factors of one solve (private to a single run).
+
+    Besides the factors it keeps, per observed direction, a first-order bound on the
+    absolute error of its stored image ``A v`` (the images are formed recursively and
+    are never recomputed unless that bound exceeds :func:`image_tolerance`).
 
     Parameters
     ----------
@@ -78,6 +109,10 @@ class Conditioner:
         self.T, self.W = (self.V, self.AV) if self.shares else (new(), new())
         self.eps = torch.finfo(A.dtype).eps
         self.sqrt_n = math.sqrt(n)
+        # per observed direction: a bound on ‖A v − stored image‖, i.e. what one unit of
+        # its coefficient adds to the error of a recursive image
+        self.weight = torch.zeros(0, dtype=A.dtype, device=A.device)
+        self.norm_A = 0.0  # running lower estimate of ‖A‖ from the observed images
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Views ``(V, T, W)`` for a belief (``T is V`` and ``W is AV`` when shared)."""
@@ -87,13 +122,21 @@ class Conditioner:
         return V, self.T.view(), self.W.view()
 
     def condition(
-        self, S: torch.Tensor, Z: torch.Tensor, r: torch.Tensor, iteration: int
+        self,
+        S: torch.Tensor,
+        Z: torch.Tensor,
+        r: torch.Tensor,
+        iteration: int,
+        allow_products: bool = True,
     ) -> Update | None:
         """Condition on actions ``S`` with images ``Z = A S`` (both ``(n, m)``).
 
         Returns ``None`` on breakdown (every new direction dependent on the observed
         ones, or zero). Raises :class:`~pnsolve.NotPositiveDefiniteError` when the
         curvature ``Cᵀ A C`` is clearly negative under the inverse prior.
+
+        ``allow_products=False`` (a product-free virtual run) never recomputes images: it
+        drops the directions whose images it cannot trust.
         """
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
@@ -101,12 +144,16 @@ class Conditioner:
         if not bool(torch.isfinite(prior_curv).all()):
             raise NonFiniteObservation(f"non-finite action or image at iteration {iteration}")
         C, AC, Tn, Wn = SZ, ASZ, S, Z
+        s_norm = torch.linalg.vector_norm(S, dim=0)
+        ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
+        self.norm_A = max(self.norm_A, float(ratio.max()))
+        err = self.product_error(C)  # bound on ‖AC − A C‖
         if self.V.view().shape[1]:
             scale = prior_curv.sqrt()
-            C, AC, Tn, Wn = self._conjugate(Z, C, AC, S, Z, scale)
-            after = torch.linalg.vecdot(Wn, C, dim=0).abs()
-            if bool((after < reconjugation_threshold(self.eps) * prior_curv).any()):
-                C, AC, Tn, Wn = self._conjugate(Wn, C, AC, Tn, Wn, scale)
+            C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale)
+            err = torch.hypot(err, inc)
+            C, AC, Tn, Wn, inc = self._conjugate(Wn, C, AC, Tn, Wn, scale)  # CGS2
+            err = torch.hypot(err, inc)
         elif self.shares:
             Tn, Wn = C, AC
         # G = Wnᵀ C: Cᵀ A C under the inverse prior, zᵀ Σ_i z in general.
@@ -137,21 +184,88 @@ class Conditioner:
         if not bool(keep.any()):
             return None
         B = d[:, None] * Q[:, keep] * lam[keep].rsqrt()
-        Vn, AVn, Tn = C @ B, AC @ B, Tn @ B
+        Vn, AVn, Tn, Wn = C @ B, AC @ B, Tn @ B, Wn @ B
+        err = torch.linalg.vector_norm(B * err[:, None], dim=0)
+        products, matvecs = extra, extra * S.shape[1]
+        # A recursive image that lost accuracy to cancellation, and that a fresh product
+        # would compute clearly better, is untrusted: one product redoes the block's
+        # images; a virtual run (no products) drops those directions instead.
+        fresh = self.product_error(Vn)
+        tol = image_tolerance(self.eps) * torch.linalg.vector_norm(AVn, dim=0)
+        untrusted = (err > tol) & (err > REDO_GAIN * fresh)
+        redo = self.shares and allow_products and bool(untrusted.any())
+        if redo:
+            AVn = self.A @ Vn
+            Wn = AVn
+            err = fresh
+            products, matvecs = products + 1, matvecs + Vn.shape[1]
+        elif not allow_products and bool(untrusted.any()):
+            if bool(untrusted.all()):
+                return None
+            Vn, AVn, Tn, Wn = (M[:, ~untrusted] for M in (Vn, AVn, Tn, Wn))
+            err = err[~untrusted]
+        if redo or Vn.shape[1] > 1:
+            refined = self._refine(Vn, AVn, Tn, Wn, err)
+            if refined is None:
+                return None
+            Vn, AVn, Tn, Wn, err = refined
         g = Tn.mT @ r
         self.V.append(Vn)
         self.AV.append(AVn)
         if not self.shares:
             self.T.append(Tn)
-            self.W.append(Wn @ B)
-        return Update(dx=Vn @ g, dr=AVn @ g, rank_added=int(keep.sum()), products=extra)
+            self.W.append(Wn)
+        self.weight = torch.cat([self.weight, err])
+        return Update(
+            dx=Vn @ g,
+            dr=AVn @ g,
+            rank_added=Vn.shape[1],
+            products=products,
+            matvecs=matvecs,
+        )
+
+    def product_error(self, X: torch.Tensor) -> torch.Tensor:
+        """Rounding bound ``eps ‖A‖ ‖x‖`` of a fresh product ``A x`` per column of ``X``."""
+        return self.eps * self.norm_A * torch.linalg.vector_norm(X, dim=0)
+
+    def _refine(self, Vn, AVn, Tn, Wn, err):
+        """Orthonormalise the new, already normalised directions a second time.
+
+        A kept direction whose curvature ``λ`` (relative to the action's own) is small
+        was mostly cancelled: its rounding error is amplified to about ``eps / √λ``, both
+        against the observed directions and within the block (the eigendecomposition's
+        error divided by ``√(λ_i λ_j)``). Left alone, these errors compound over later
+        iterations until the same direction is added again and ``Vᵀ A V`` drifts far from
+        ``I`` (rank above ``n``, a covariance with negative eigenvalues). Directions of
+        unit norm are well scaled, so one more Gram–Schmidt pass against ``V`` and an
+        eigendecomposition of their Gram matrix ``H`` are accurate to rounding; a
+        direction that loses more than half its squared norm in that pass was numerically
+        in the span of the others and is dropped (Kahan–Parlett's "twice is enough"
+        test). No product with ``A``.
+
+        Returns ``None`` when every direction is dropped.
+        """
+        if self.V.view().shape[1]:
+            ones = Vn.new_ones(Vn.shape[1])
+            Vn, AVn, Tn, Wn, inc = self._conjugate(Wn, Vn, AVn, Tn, Wn, ones)
+            err = torch.hypot(err, inc)
+        H = Wn.mT @ Vn
+        H = 0.5 * (H + H.mT)
+        mu, P = torch.linalg.eigh(H)
+        keep = mu > KAHAN_PARLETT_RATIO
+        if not bool(keep.any()):
+            return None
+        B = P[:, keep] * mu[keep].rsqrt()
+        return Vn @ B, AVn @ B, Tn @ B, Wn @ B, torch.linalg.vector_norm(B * err[:, None], dim=0)
 
     def _conjugate(self, Y, C, AC, Tn, Wn, scale):
         """One Gram–Schmidt pass of the new direction against the observed ones.
 
         With coefficients ``coef = Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated
         images ``Wn`` in the second): ``C ← C − V coef``, ``AC ← AC − AV coef`` and the
-        same for the right factor and the images. No product with ``A``.
+        same for the right factor and the images. No product with ``A``. Also returns
+        the growth of the error bound of ``AC`` (``|coef|ᵀ`` times the observed
+        directions' weights), shape ``(m,)``.
 
         The observed directions are orthonormal in the metric of the update, so the
         term ``V_j coef_j`` changes ``C`` by ``|coef_j|`` in that norm; terms below
@@ -165,16 +279,18 @@ class Conditioner:
         rows = (coef.abs() > self.eps * scale).any(dim=1)
         k = int(rows.sum())
         if k == 0:
-            return C, AC, Tn, Wn
+            return C, AC, Tn, Wn, torch.zeros_like(scale)
+        weight = self.weight
         if 4 * k < coef.shape[0]:
             idx = rows.nonzero().squeeze(1)
-            coef, V, AV = coef[idx], V[:, idx], AV[:, idx]
+            coef, V, AV, weight = coef[idx], V[:, idx], AV[:, idx], weight[idx]
             T = None if self.shares else self.T.view()[:, idx]
             W = None if self.shares else self.W.view()[:, idx]
         else:
             T = None if self.shares else self.T.view()
             W = None if self.shares else self.W.view()
+        inc = torch.linalg.vector_norm(coef * weight[:, None], dim=0)
         C, AC = C - V @ coef, AC - AV @ coef
         if self.shares:
-            return C, AC, C, AC
-        return C, AC, Tn - T @ coef, Wn - W @ coef
+            return C, AC, C, AC, inc
+        return C, AC, Tn - T @ coef, Wn - W @ coef, inc

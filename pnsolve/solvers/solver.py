@@ -116,9 +116,9 @@ class ProbabilisticLinearSolver:
                 S, memory = self.policy(state, generator)  # policy
                 S = _check_actions(S, A, state.iteration, self.policy)
                 Z = _observe(A, S, state.iteration)  # information operator
-                if record is not None:  # a Krylov buffer keeps the action for later systems
-                    record(A, S, Z)
                 state = self._update(run, state, S, Z, memory)  # belief update
+                if record is not None and state.stop_reason is not StopReason.BREAKDOWN:
+                    record(A, S, Z)  # a Krylov buffer keeps informative actions for later
 
     def solve(
         self,
@@ -142,7 +142,8 @@ class ProbabilisticLinearSolver:
             Actions observed before, replayed without products with ``A`` (the
             *virtual solver run*: one block conditioning step, dependent directions
             dropped): a :class:`pnsolve.krylov.KrylovBuffer` (images ``A S`` from its
-            fixed-part images, and each new action is recorded into it), or any object
+            fixed-part images, and each new action is recorded into it unless the update
+            found it entirely dependent on the observed ones), or any object
             with ``actions`` and ``images`` tensors of shape ``(n, m)``
             (``images = A actions``).
         generator
@@ -218,7 +219,7 @@ class ProbabilisticLinearSolver:
             residual_norm=torch.linalg.vector_norm(r),
             b_norm=state.b_norm,
             products=state.products + 1 + update.products,
-            matvecs=state.matvecs + S.shape[1] * (1 + update.products),
+            matvecs=state.matvecs + S.shape[1] + update.matvecs,
             action=S,
             observation=Z,
             policy_memory=memory,
@@ -231,7 +232,7 @@ class ProbabilisticLinearSolver:
         A = state.A
         if S.shape[1] == 0:
             return state
-        update = run.condition(S, Z, state.residual, 0)
+        update = run.condition(S, Z, state.residual, 0, allow_products=False)
         if update is None:
             return state
         r = state.residual - update.dr
@@ -245,7 +246,7 @@ class ProbabilisticLinearSolver:
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
             products=state.products + update.products,
-            matvecs=state.matvecs + S.shape[1] * update.products,
+            matvecs=state.matvecs + update.matvecs,
         )
 
 

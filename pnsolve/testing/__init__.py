@@ -3,6 +3,7 @@
 from .counting import CountingOperator
 from .moments import moment_z_scores
 from .tolerances import (
+    conjugacy_tol,
     eps,
     exact_tol,
     iterative_tol,
@@ -14,6 +15,7 @@ from .tolerances import (
 
 __all__ = [
     "CountingOperator",
+    "conjugacy_tol",
     "eps",
     "exact_tol",
     "iterative_tol",

@@ -13,6 +13,7 @@ import torch
 from .._precision import attainable_rtol
 
 __all__ = [
+    "conjugacy_tol",
     "eps",
     "exact_tol",
     "iterative_tol",
@@ -43,6 +44,18 @@ def krylov_tol(dtype: torch.dtype, cond: float = 1.0) -> float:
     backward-stable solve are ``O(κ eps)``.
     """
     return 1e3 * eps(dtype) * max(1.0, cond)
+
+
+def conjugacy_tol(dtype: torch.dtype, cond: float = 1.0) -> float:
+    """Tolerance on ``‖Vᵀ A V − I‖_max`` for a solver's ``A``-orthonormal directions.
+
+    The solver keeps a recursive image ``A v`` while its relative error bound stays below
+    ``√eps`` (:func:`pnsolve.solvers.conditioning.image_tolerance`), and a fresh product
+    of a unit-``A``-norm direction carries ``eps · κ``; the factor 10 covers their
+    accumulation over a block. ``1.5e-7`` in float64 at moderate ``κ``.
+    """
+    e = eps(dtype)
+    return 10.0 * (math.sqrt(e) + 10.0 * e * max(1.0, cond))
 
 
 def iterative_tol(dtype: torch.dtype) -> float:

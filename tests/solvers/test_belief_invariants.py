@@ -1,0 +1,150 @@
+"""Invariants of every belief the solver produces, with and without replayed Krylov buffers.
+
+Under the inverse prior the belief is ``Σ_i = A⁻¹ − V Vᵀ`` with ``Vᵀ A V = I``. Three
+invariants make it a belief at all: rank ``≤ n``; ``Vᵀ A V = I`` to rounding (relative
+error ``O(κ eps)``, :func:`~pnsolve.testing.conjugacy_tol`); ``Σ_i ⪰ 0`` (smallest
+eigenvalue ``≥ −tol``). They must survive a buffer recorded on ``K + D₁`` and replayed
+on ``K + D₂``, solves run far past convergence (where the residual stalls at rounding
+level and the policy keeps proposing nearly the same action), and adversarial custom
+policies whose actions are nearly dependent on the previous one.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pnsolve as pn
+from pnsolve.krylov import KrylovBuffer
+from pnsolve.testing import conjugacy_tol
+from pnsolve.testing.strategies import spd_problems
+
+F64, F32 = torch.float64, torch.float32
+
+
+def _near_previous(tau: float):
+    """Custom policy: the previous action plus ``tau`` times the residual (heavy cancellation)."""
+
+    def fn(state):
+        if state.action is None:
+            return state.residual
+        prev = state.action[:, 0]
+        r = state.residual
+        return prev / torch.linalg.vector_norm(prev) + tau * r / torch.linalg.vector_norm(r)
+
+    return pn.policies.Custom(fn)
+
+
+def _policy(name: str, tau: float) -> pn.policies.Policy:
+    if name == "cg":
+        return pn.policies.CG()
+    if name == "random":
+        return pn.policies.Random()
+    return _near_previous(tau)
+
+
+def _check_belief(belief, A_dense: torch.Tensor, cond: float, where: str) -> None:
+    n = A_dense.shape[0]
+    V = belief.V.to(F64)
+    tol = conjugacy_tol(belief.V.dtype, cond)
+    assert V.shape[1] <= n, f"{where}: rank {V.shape[1]} > n = {n}"
+    if V.shape[1] == 0:
+        return
+    A = A_dense.to(F64)
+    E = V.mT @ A @ V - torch.eye(V.shape[1], dtype=F64)
+    assert float(E.abs().max()) <= tol, f"{where}: ‖VᵀAV − I‖ = {float(E.abs().max()):.3e}"
+    # Σ_i = A⁻¹ − V Vᵀ, whitened: I − A^{½} V Vᵀ A^{½} has eigenvalues 1 − eig(Vᵀ A V)
+    lam, Q = torch.linalg.eigh(A)
+    half = (Q * lam.sqrt()) @ Q.mT
+    W = half @ V
+    low = float(torch.linalg.eigvalsh(torch.eye(n, dtype=F64) - W @ W.mT).min())
+    assert low >= -tol, f"{where}: whitened covariance has eigenvalue {low:.3e}"
+
+
+def _cond(A: torch.Tensor) -> float:
+    lam = torch.linalg.eigvalsh(A.to(F64))
+    return float(lam[-1] / lam[0])
+
+
+@given(
+    problem=spd_problems(n=st.integers(2, 24), max_cond=1e4),
+    shift=st.floats(1e-3, 1.0),
+    change=st.floats(-0.5, 0.5),
+    seed=st.integers(0, 2**16),
+    policy=st.sampled_from(("cg", "custom", "random")),
+    tau=st.sampled_from((1e-3, 1e-6, 1e-9)),
+)
+def test_replayed_buffer_keeps_every_belief_valid(problem, shift, change, seed, policy, tau):
+    # K from a named spectrum (rank-deficient ones included), D₁ and D₂ diagonal and
+    # positive; 2n iterations on each system, so every solve runs past convergence.
+    K = problem.A.to_dense()
+    n = K.shape[0]
+    g = torch.Generator().manual_seed(seed)
+    d1 = shift * (0.5 + torch.rand(n, generator=g, dtype=F64))
+    d2 = d1 * (1.0 + change * torch.rand(n, generator=g, dtype=F64))
+    Kop = pn.linops.as_linop(K)
+    buffer = KrylovBuffer(Kop)
+    solver = pn.ProbabilisticLinearSolver(_policy(policy, tau), pn.stopping.MaxIterations(2 * n))
+    b = problem.b
+    for label, d in (("record", d1), ("replay", d2)):
+        A = Kop + pn.linops.Diagonal(d)
+        A_dense = K + torch.diag(d)
+        cond = _cond(A_dense)
+        gen = torch.Generator().manual_seed(seed)
+        for state in solver.iterate(A, b, buffer=buffer, generator=gen):
+            _check_belief(state.belief, A_dense, cond, f"{label} {policy} it {state.iteration}")
+
+
+@given(
+    problem=spd_problems(n=st.integers(2, 24), max_cond=1e2, dtypes=(F32,)),
+    policy=st.sampled_from(("cg", "custom", "random")),
+    seed=st.integers(0, 2**16),
+)
+def test_float32_beliefs_stay_valid_past_convergence(problem, policy, seed):
+    n = problem.n
+    A_dense = problem.A.to_dense()
+    solver = pn.ProbabilisticLinearSolver(_policy(policy, 1e-3), pn.stopping.MaxIterations(2 * n))
+    gen = torch.Generator().manual_seed(seed)
+    cond = _cond(A_dense)
+    for state in solver.iterate(problem.A, problem.b, generator=gen):
+        _check_belief(state.belief, A_dense, cond, f"{policy} it {state.iteration}")
+
+
+def test_replay_on_a_shifted_kernel_matrix_regression():
+    # The reported case: a buffer recorded on K + 4.00 I and replayed on K + 4.01 I with
+    # CG run to 60 iterations (n = 30). Before the fix 8 of 10 right-hand sides ended at
+    # rank 37–79 > n and a covariance eigenvalue down to −13.6.
+    n = 30
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(n, 2, generator=g, dtype=F64)
+    K = pn.kernels.RBF(lengthscale=1.0)(X, X).detach()
+    Kop = pn.linops.as_linop(K)
+    solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(60))
+    for _ in range(10):
+        b = torch.randn(n, generator=g, dtype=F64)
+        buffer = KrylovBuffer(Kop)
+        solver.solve(Kop + pn.linops.ScaledIdentity(n, 4.0, dtype=F64), b, buffer=buffer)
+        A = Kop + pn.linops.ScaledIdentity(n, 4.01, dtype=F64)
+        belief, info = solver.solve(A, b, buffer=buffer)
+        A_dense = A.to_dense()
+        assert info.stop_reason is pn.StopReason.BREAKDOWN
+        _check_belief(belief, A_dense, _cond(A_dense), "replay")
+        # the buffer keeps only informative actions: at most n of them per solve
+        assert buffer.size <= 2 * n
+
+
+@pytest.mark.parametrize("dtype", [F64, F32])
+def test_stalled_residual_does_not_add_the_same_direction_again(dtype):
+    # Past convergence CG proposes (nearly) the same residual every iteration; a
+    # direction already observed must be recognised as dependent, never re-added.
+    problem = pn.problems.exponential_decay(
+        40, cond=1e3, generator=torch.Generator().manual_seed(3), dtype=dtype
+    )
+    solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(200))
+    belief, info = solver.solve(problem.A, problem.b)
+    A_dense = problem.A.to_dense()
+    assert info.rank <= 40
+    assert info.stop_reason is pn.StopReason.BREAKDOWN
+    _check_belief(belief, A_dense, 1e3, "stalled")
