@@ -5,13 +5,36 @@ from __future__ import annotations
 import torch
 
 __all__ = [
+    "SUPPORTED_DTYPES",
     "check_finite",
     "check_generator",
+    "check_real_dtype",
     "check_same_device",
     "check_same_dtype",
     "check_tensor",
     "is_floating",
 ]
+
+
+#: The floating dtypes pnsolve computes in (half precision cannot hold a Krylov basis).
+SUPPORTED_DTYPES = (torch.float32, torch.float64)
+
+
+def check_real_dtype(dtype: torch.dtype, name: str) -> None:
+    """Refuse complex and half-precision dtypes with a ``TypeError`` naming ``name``.
+
+    Integer and boolean dtypes pass (callers convert them to a floating dtype).
+    """
+    if dtype.is_complex:
+        raise TypeError(
+            f"{name} must be real, got {dtype}: pnsolve solves real symmetric systems "
+            "(a complex input is never cast silently)"
+        )
+    if dtype.is_floating_point and dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"{name} has unsupported dtype {dtype}: pnsolve computes in float32 or float64 "
+            f"(cast it, e.g. {name}.float())"
+        )
 
 
 def is_floating(dtype: torch.dtype) -> bool:

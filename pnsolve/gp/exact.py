@@ -110,7 +110,8 @@ class ExactGP(LoveCacheBuilder):
             variance and ``comp_var`` LOVE's computational uncertainty, both ``≥ 0``;
             ``sample`` uses a second Lanczos of the same rank on the test covariance).
         rank
-            Lanczos steps for ``method="love"`` when no ``cache`` is given.
+            Lanczos steps for ``method="love"`` when no ``cache`` is given (capped at
+            ``n``, where the cache is exact).
         probe
             Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
             averaged over the test points (the paper's choice).

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernels.base import StationaryKernel, inv_softplus
+from ..kernels.base import StationaryKernel, inv_softplus, softplus
 from ._checks import check_inputs, check_noise, check_targets
 from .exact import ExactGP
 
@@ -84,10 +84,10 @@ def fit_exact_hyperparameters(
     with torch.enable_grad():
         for _ in range(steps):
             opt.zero_grad()
-            sigma2 = nn.functional.softplus(raw_noise) + min_noise
+            sigma2 = softplus(raw_noise) + min_noise
             lml = gp.log_marginal_likelihood(X, y, noise=sigma2)
             (-lml / X.shape[0]).backward()
             opt.step()
             trace.append(float(lml.detach()))
-    fitted = float(nn.functional.softplus(raw_noise.detach()) + min_noise)
+    fitted = float(softplus(raw_noise.detach()) + min_noise)
     return ExactFit(kernel=kernel, noise=fitted, log_marginal_likelihood=trace)

@@ -167,7 +167,8 @@ class IterGP(LoveCacheBuilder):
             ``k`` Lanczos on the exact ``K̂``), not the fit's; for the fit's combined
             uncertainty use ``method="belief"``.
         rank
-            Lanczos steps for ``method="love"`` when no ``cache`` is given.
+            Lanczos steps for ``method="love"`` when no ``cache`` is given (capped at
+            ``n``, where the cache is exact).
         probe
             Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
             averaged over the test points.

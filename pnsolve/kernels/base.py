@@ -8,13 +8,28 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from .._validation import (
+    check_finite,
+    check_real_dtype,
+    check_same_device,
+    check_same_dtype,
+    check_tensor,
+)
 from ._distance import scaled_sqdist
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..linops.kernel_matrix import KernelMatrix
 
-__all__ = ["StationaryKernel", "inv_softplus"]
+__all__ = ["StationaryKernel", "inv_softplus", "softplus"]
+
+
+def softplus(x: torch.Tensor) -> torch.Tensor:
+    """``log(1 + eˣ)`` to rounding for every ``x`` (gradient ``sigmoid(x)``).
+
+    ``torch.nn.functional.softplus`` returns ``x`` itself above its threshold 20, an
+    error of ``log1p(e⁻ˣ) ≈ 2e-9`` there: visible in float64 hyperparameters.
+    """
+    return torch.logaddexp(x, torch.zeros_like(x))
 
 
 def inv_softplus(y: torch.Tensor) -> torch.Tensor:
@@ -42,11 +57,15 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
 
     Notes
     -----
-    Parameters are stored as ``raw_lengthscale`` and ``raw_outputscale`` with
-    ``value = softplus(raw)``, in the torch default dtype (or the dtype of a floating
-    tensor passed in). Every computation casts them to the dtype and device of the
-    inputs, so a float32 ``X`` gives float32 kernel values while gradients still reach
-    the raw parameters.
+    **Dtype rule.** Hyperparameters are stored as ``raw_lengthscale`` and
+    ``raw_outputscale`` with ``value = softplus(raw)``, always in float64 (whatever
+    torch's default dtype and whatever floating dtype a tensor value comes in: every
+    float32 value is exact in float64). Every computation casts them to the dtype and
+    device of the inputs, so float64 data sees the hyperparameters a user typed to
+    within a few ulps (the softplus round trip), float32 data gives float32 kernel
+    values, and gradients reach the float64 raw parameters either way. Casting the
+    module (``kernel.float()``) stores them in float32 for good: precision lost there
+    is not restored by ``.double()``.
     """
 
     #: Name of the spectral density family used by random Fourier features.
@@ -84,7 +103,7 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     @property
     def lengthscale(self) -> torch.Tensor:
         """Positive lengthscale, shape ``()`` or ``(d,)`` (ARD)."""
-        return nn.functional.softplus(self.raw_lengthscale)
+        return softplus(self.raw_lengthscale)
 
     @lengthscale.setter
     def lengthscale(self, value: float | torch.Tensor) -> None:
@@ -93,7 +112,7 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     @property
     def outputscale(self) -> torch.Tensor:
         """Positive output scale (signal variance), shape ``()``."""
-        return nn.functional.softplus(self.raw_outputscale)
+        return softplus(self.raw_outputscale)
 
     @outputscale.setter
     def outputscale(self, value: float | torch.Tensor) -> None:
@@ -169,6 +188,7 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         X = check_tensor(X, name)
         if X.ndim != 2:
             raise ValueError(f"{name} must have shape (n, d), got {tuple(X.shape)}")
+        check_real_dtype(X.dtype, name)
         if not X.is_floating_point():
             raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
         ard = self.ard_dims
@@ -252,12 +272,13 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
 
 
 def _positive(value: float | torch.Tensor, name: str) -> torch.Tensor:
+    """``value`` as a float64 tensor (the storage dtype of hyperparameters), checked > 0."""
     if isinstance(value, torch.Tensor):
-        t = value.detach().clone()
-        if not t.is_floating_point():
-            t = t.to(torch.get_default_dtype())
+        if value.is_complex():
+            raise TypeError(f"{name} must be real, got {value.dtype}")
+        t = value.detach().to(torch.float64, copy=True)
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        t = torch.tensor(float(value), dtype=torch.get_default_dtype())
+        t = torch.tensor(float(value), dtype=torch.float64)
     else:
         raise TypeError(f"{name} must be a float or a tensor, got {type(value).__name__}")
     if not bool(torch.isfinite(t).all()) or not bool((t > 0).all()):

@@ -7,7 +7,13 @@ import math
 import numpy as np
 import torch
 
-from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from .._validation import (
+    check_finite,
+    check_real_dtype,
+    check_same_device,
+    check_same_dtype,
+    check_tensor,
+)
 from ..linops.base import LinearOperator
 from ..linops.conversion import as_linop
 
@@ -31,12 +37,12 @@ def as_square_operator(obj: object, name: str, *, symmetric: bool = True) -> Lin
     ``symmetric=False`` skips the check (for preconditioners, which are only applied).
     """
     numeric = isinstance(obj, torch.Tensor | np.ndarray) or _is_scipy_sparse(obj)
-    try:
-        op = as_linop(obj)
-    except TypeError as err:
-        raise TypeError(f"{name}: {err}") from None
+    op = as_linop(obj, name=name)
+    check_real_dtype(op.dtype, name)
     if not op.is_square:
         raise ValueError(f"{name} must be square, got shape {op.shape}")
+    if op.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {op.shape}): there is no system to solve")
     if symmetric and numeric and not op.is_symmetric:
         raise ValueError(f"{name} must be symmetric (positive definite); the given matrix is not")
     return op
@@ -52,10 +58,13 @@ def as_operand(
     the operator's dtype and device.
     """
     if isinstance(x, np.ndarray):
+        if np.issubdtype(x.dtype, np.complexfloating) or x.dtype == np.float16:
+            check_real_dtype(torch.from_numpy(np.zeros(0, dtype=x.dtype)).dtype, name)
         t = torch.as_tensor(x)
         dtype = t.dtype if t.is_floating_point() else op.dtype
         x = t.to(dtype=dtype, device=op.device)
     x = check_tensor(x, name)
+    check_real_dtype(x.dtype, name)
     if not x.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
     n = op.shape[1]

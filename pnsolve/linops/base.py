@@ -255,8 +255,11 @@ class LinearOperator:
     def __sub__(self, other: object) -> LinearOperator:
         if isinstance(other, LinearOperator):
             from .scaled import Scaled
+            from .scaled_identity import ScaledIdentity
             from .sum import Sum
 
+            if isinstance(other, ScaledIdentity) and other.adopts:
+                return Sum(self, ScaledIdentity(other.shape[0], -other.scale))
             return Sum(self, Scaled(other, -1.0))
         return NotImplemented
 

@@ -35,6 +35,9 @@ class Dense(LinearOperator):
         if not matrix.is_floating_point():
             raise TypeError(f"matrix must have a floating dtype, got {matrix.dtype}")
         if is_symmetric is None:
+            if not bool(torch.isfinite(matrix).all()):  # else it would read as non-symmetric
+                bad = "NaN" if bool(torch.isnan(matrix).any()) else "Inf"
+                raise ValueError(f"the matrix contains {bad} values")
             is_symmetric = matrix.shape[0] == matrix.shape[1] and _looks_symmetric(matrix)
         super().__init__(
             tuple(matrix.shape),
@@ -62,6 +65,8 @@ class Dense(LinearOperator):
 
 
 def _looks_symmetric(matrix: torch.Tensor) -> bool:
+    if matrix.numel() == 0:
+        return True
     with torch.no_grad():
         scale = matrix.abs().max().clamp_min(torch.finfo(matrix.dtype).tiny)
         tol = 100 * torch.finfo(matrix.dtype).eps * scale

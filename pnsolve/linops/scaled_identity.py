@@ -20,6 +20,9 @@ class ScaledIdentity(LinearOperator):
         Python number or 0-d tensor (a tensor keeps autograd to e.g. a noise parameter).
     dtype, device
         Of products; taken from ``scale`` when it is a tensor and these are omitted.
+        Without either (and a Python-number ``scale``) the operator *adopts* the dtype
+        and device of the operators it is added to (``K + ScaledIdentity(n, σ²)``
+        follows ``K``); on its own it uses torch's default dtype on the CPU.
     """
 
     def __init__(
@@ -30,6 +33,8 @@ class ScaledIdentity(LinearOperator):
         dtype: torch.dtype | None = None,
         device: torch.device | str | None = None,
     ) -> None:
+        #: Whether sums re-create this operator in their partner's dtype and device.
+        self.adopts = dtype is None and device is None and not isinstance(scale, torch.Tensor)
         if isinstance(scale, torch.Tensor):
             if scale.ndim != 0:
                 raise ValueError(f"scale must be a scalar, got shape {tuple(scale.shape)}")
@@ -40,6 +45,12 @@ class ScaledIdentity(LinearOperator):
         psd = bool(torch.as_tensor(scale).detach() >= 0)
         super().__init__((int(n), int(n)), dtype, device, is_symmetric=True, is_psd=psd)
         self.scale = scale
+
+    def adopted(self, like: LinearOperator) -> ScaledIdentity:
+        """This operator in ``like``'s dtype and device if it :attr:`adopts`, else itself."""
+        if not self.adopts or (self.dtype == like.dtype and self.device == like.device):
+            return self
+        return ScaledIdentity(self.shape[0], self.scale, dtype=like.dtype, device=like.device)
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.scale * X

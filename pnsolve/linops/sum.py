@@ -24,6 +24,7 @@ class Sum(LinearOperator):
             raise ValueError("Sum needs at least one operator")
         if not isinstance(ops[0], LinearOperator):
             raise TypeError(f"Sum: operand 0 is not a LinearOperator ({type(ops[0]).__name__})")
+        ops = _adopt(ops)
         check_compatible(ops, "Sum")
         flat: list[LinearOperator] = []
         for op in ops:
@@ -60,3 +61,14 @@ class Sum(LinearOperator):
         for op in self.ops[1:]:
             out = out + op._row_block(rows)
         return out
+
+
+def _adopt(ops: tuple[LinearOperator, ...]) -> tuple[LinearOperator, ...]:
+    """Scaled identities without their own dtype take the first other operand's."""
+    from .scaled_identity import ScaledIdentity
+
+    adopting = lambda op: isinstance(op, ScaledIdentity) and op.adopts  # noqa: E731
+    like = next((op for op in ops if isinstance(op, LinearOperator) and not adopting(op)), None)
+    if like is None:
+        return ops
+    return tuple(op.adopted(like) if adopting(op) else op for op in ops)

@@ -19,9 +19,14 @@ def as_spd_operator(A: object, name: str = "A") -> LinearOperator:
 
 
 def check_rank(rank: object, n: int, name: str = "rank") -> int:
-    """Require an int ``1 ≤ rank ≤ n``."""
+    """Require an int ``rank ≥ 1``; return ``min(rank, n)``.
+
+    pnsolve's one rule for rank-like arguments (preconditioners, Lanczos steps, LOVE
+    caches, buffer compression): a rank above ``n`` is capped at ``n``, the full-rank
+    (exact) result, as a Krylov or pivot sequence ends there anyway.
+    """
     if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
         raise TypeError(f"{name} must be an int, got {type(rank).__name__}")
-    if not 1 <= rank <= n:
-        raise ValueError(f"{name} must satisfy 1 ≤ {name} ≤ n = {n}, got {rank}")
-    return int(rank)
+    if rank < 1:
+        raise ValueError(f"{name} must be at least 1, got {rank}")
+    return min(int(rank), n)

@@ -32,7 +32,7 @@ class Nystrom(LinearOperator):
     A
         Symmetric positive semi-definite operator, shape ``(n, n)``.
     rank
-        Sketch size ``r``, ``1 ≤ r ≤ n``.
+        Sketch size ``r ≥ 1``; capped at ``n`` (then the approximation is exact).
     generator
         The ``torch.Generator`` that draws the sketch (on ``A``'s device).
     mu

@@ -30,7 +30,7 @@ class PivotedCholesky(LinearOperator):
         Symmetric positive (semi-)definite operator, shape ``(n, n)``, with a
         structured diagonal.
     rank
-        Maximal number of pivots, ``1 ≤ rank ≤ n``.
+        Maximal number of pivots, ``≥ 1``; capped at ``n`` (a full pivoted Cholesky).
     shift
         ``None`` (default): ``D = diag(A) − diag(L Lᵀ)``, the residual diagonal (the
         diagonal of the Schur complement), raised to a positive floor (the smallest

@@ -61,7 +61,8 @@ def problinsolve(
     A
         SPD operator, shape ``(n, n)`` (anything :func:`~pnsolve.linops.as_linop` accepts).
     b
-        Right-hand side, shape ``(n,)``.
+        Right-hand side, shape ``(n,)`` (one belief per call; a matrix ``(n, k)`` is
+        refused with a message: solve its columns one at a time, or use :func:`pnsolve.cg`).
     x0
         Prior mean (default zero).
     policy
@@ -91,6 +92,13 @@ def problinsolve(
     from ..krylov._checks import as_square_operator
 
     A = as_square_operator(A, "A")
+    if getattr(b, "ndim", 1) == 2:
+        raise ValueError(
+            f"b has shape {tuple(b.shape)}: problinsolve infers one Gaussian belief over a "
+            "vector x, so b must have shape (n,); solve the columns one at a time "
+            "([pn.problinsolve(A, b[:, j]) for j in range(k)]) or use pn.cg, which takes "
+            "several right-hand sides"
+        )
     maxiter = check_optional_count(maxiter, "maxiter", A.shape[0])
     # The residual test comes first so that convergence on the last allowed iteration is
     # recorded as CONVERGED, not MAX_ITERATIONS.

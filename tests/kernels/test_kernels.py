@@ -58,7 +58,7 @@ def test_matches_hand_written_formula(kind, ard):
 def test_ard_dims_broadcasts_a_scalar():
     k = pn.kernels.RBF(lengthscale=0.5, ard_dims=4)
     assert k.ard_dims == 4 and k.lengthscale.shape == (4,)
-    torch.testing.assert_close(k.lengthscale, torch.full((4,), 0.5))
+    torch.testing.assert_close(k.lengthscale, torch.full((4,), 0.5, dtype=torch.float64))
     with pytest.raises(ValueError, match="X1"):
         k(torch.zeros(3, 2))
     with pytest.raises(ValueError, match="ard_dims"):
@@ -67,7 +67,7 @@ def test_ard_dims_broadcasts_a_scalar():
 
 @pytest.mark.parametrize("kind", ["rbf", 1.5])
 def test_dtype_follows_input_and_grads_reach_parameters(kind):
-    k = _make(kind, lengthscale=0.8)  # parameters in the default dtype (float32)
+    k = _make(kind, lengthscale=0.8)  # parameters stored in float64, cast to X's dtype
     for dtype in (torch.float32, torch.float64):
         X = _randn(5, 2, dtype=dtype)
         K = k(X)
@@ -82,15 +82,15 @@ def test_dtype_follows_input_and_grads_reach_parameters(kind):
 def test_softplus_parametrisation_is_positive_and_settable():
     k = pn.kernels.Matern(2.5, lengthscale=0.3, outputscale=2.0)
     assert isinstance(k.raw_lengthscale, torch.nn.Parameter)
-    torch.testing.assert_close(k.lengthscale, torch.tensor(0.3))
-    torch.testing.assert_close(k.outputscale, torch.tensor(2.0))
+    torch.testing.assert_close(k.lengthscale, torch.tensor(0.3, dtype=torch.float64))
+    torch.testing.assert_close(k.outputscale, torch.tensor(2.0, dtype=torch.float64))
     with torch.no_grad():
         k.raw_lengthscale.fill_(-30.0)  # any raw value maps to a positive lengthscale
     assert float(k.lengthscale.detach()) > 0
     k.lengthscale = 1.5
-    torch.testing.assert_close(k.lengthscale, torch.tensor(1.5))
+    torch.testing.assert_close(k.lengthscale, torch.tensor(1.5, dtype=torch.float64))
     k.outputscale = torch.tensor(0.25)
-    torch.testing.assert_close(k.outputscale, torch.tensor(0.25))
+    torch.testing.assert_close(k.outputscale, torch.tensor(0.25, dtype=torch.float64))
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="lengthscale"):
             pn.kernels.RBF(lengthscale=bad)

@@ -62,6 +62,7 @@ def test_float32_and_validation(kernel):
     with pytest.raises(TypeError, match="generator"):
         Nystrom(A, 8, generator=None)
     with pytest.raises(ValueError, match="rank"):
-        Nystrom(A, 41, generator=_gen())
+        Nystrom(A, 0, generator=_gen())
+    assert Nystrom(A, 41, generator=_gen()).rank == 40  # capped at n: one rule for ranks
     with pytest.raises(ValueError, match="mu"):
         Nystrom(A, 8, generator=_gen(), mu=-1.0)
