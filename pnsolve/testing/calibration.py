@@ -2,9 +2,10 @@
 
 If ``x* ~ N(x₀, Σ₀)``, ``b = A x*`` and the policy's actions do not depend on ``b``,
 the posterior after ``i`` iterations is exact Gaussian conditioning, so the error
-``e = x* − x_i`` satisfies ``eᵀ Σ_i⁺ e ~ χ²(rank Σ_i)``. Averaging the statistic over
-many draws and comparing with its expectation (the rank) tests calibration: the
-z-score of the mean is ``(mean − r) / √(2r / draws)``.
+``e = x* − x_i`` satisfies ``eᵀ Σ_i⁺ e ~ χ²(rank Σ_i)`` with ``rank Σ_i = n − i`` for
+``i`` independent actions (the known rank, never guessed from thresholded
+eigenvalues). Summing the statistic over many draws and comparing with its
+expectation tests calibration: the z-score is ``(Σ s − Σ r) / √(2 Σ r)``.
 
 Dense linear algebra throughout (``Σ_i = Σ₀ − V Vᵀ`` with a dense ``Σ₀`` from an
 eigendecomposition of ``A``, equal to ``belief.cov.to_dense()`` without its inner
@@ -21,7 +22,6 @@ import torch
 from ..linops.base import LinearOperator
 from ..policies.base import Policy
 from ..stopping.criteria import MaxIterations
-from .tolerances import krylov_tol
 
 __all__ = ["CalibrationResult", "whitened_error_statistics"]
 
@@ -33,13 +33,28 @@ class CalibrationResult:
     Attributes
     ----------
     statistics
-        One value per draw, shape ``(draws,)``.
-    rank
-        ``rank Σ_i`` (the same for every draw): the expected value under calibration.
+        One value per draw, shape ``(draws,)``: ``χ²(r_d)`` under calibration.
+    ranks
+        ``r_d = rank Σ_i = n − rank C_i`` per draw, shape ``(draws,)`` (int64): the
+        known rank (each independent action removes one dimension), not a count of
+        eigenvalues above a threshold.
+    null_error
+        Largest error outside ``range Σ_i`` over the draws, relative to ``‖x*‖``: the
+        belief claims certainty there, so a calibrated solver leaves only rounding
+        (this is the whole check once the solver has converged, ``r_d = 0``).
     """
 
     statistics: torch.Tensor
-    rank: int
+    ranks: torch.Tensor
+    null_error: float
+
+    @property
+    def rank(self) -> int:
+        """The common ``rank Σ_i`` of the draws (``ValueError`` if it varied: see :attr:`ranks`)."""
+        values = torch.unique(self.ranks)
+        if values.numel() != 1:
+            raise ValueError(f"rank Σ_i varied between draws: {values.tolist()}; use ranks")
+        return int(values[0])
 
     @property
     def mean(self) -> float:
@@ -48,14 +63,18 @@ class CalibrationResult:
 
     @property
     def ratio(self) -> float:
-        """Average statistic over its expectation (1 when calibrated)."""
-        return self.mean / self.rank
+        """Summed statistic over its expectation ``Σ r_d`` (1 if calibrated or ``Σ r_d = 0``)."""
+        dof = int(self.ranks.sum())
+        return float(self.statistics.sum()) / dof if dof else 1.0
 
     @property
     def z(self) -> float:
-        """z-score of the mean under ``χ²(rank)``: ``(mean − r) / √(2r / draws)``."""
-        draws = self.statistics.numel()
-        return (self.mean - self.rank) / math.sqrt(2 * self.rank / draws)
+        """z-score of the summed statistic under ``χ²(Σ r_d)``: ``(Σ s − Σ r) / √(2 Σ r)``.
+
+        ``0`` when ``Σ r_d = 0`` (no degrees of freedom left: see :attr:`null_error`).
+        """
+        dof = int(self.ranks.sum())
+        return (float(self.statistics.sum()) - dof) / math.sqrt(2 * dof) if dof else 0.0
 
 
 def whitened_error_statistics(
@@ -77,11 +96,25 @@ def whitened_error_statistics(
     prior
         ``"inverse"`` (``x* ~ N(0, A⁻¹)``) or ``σ²`` (``x* ~ N(0, σ² I)``).
     iterations
-        Iterations per solve, ``< n`` (so that ``Σ_i ≠ 0``).
+        Iteration budget per solve (a solve may stop earlier, e.g. when CG has
+        converged; ``iterations ≥ n`` is allowed and leaves ``Σ_i = 0``).
     draws
         Number of solutions drawn.
     generator
         Draws ``x*`` and the policy's randomness.
+
+    Returns
+    -------
+    CalibrationResult
+        The statistic ``eᵀ Σ_i⁺ e`` over the ``r = n − rank C_i`` directions the
+        belief is uncertain about (the top ``r`` eigenvectors of ``Σ_i``), and the
+        error along the others.
+
+    Raises
+    ------
+    ValueError
+        If one of the top ``r`` eigenvalues of ``Σ_i`` is not positive (the belief
+        itself is invalid).
     """
     from ..solvers.solver import ProbabilisticLinearSolver
 
@@ -94,18 +127,27 @@ def whitened_error_statistics(
         root = math.sqrt(float(prior)) * torch.eye(n, dtype=Ad.dtype, device=Ad.device)
     prior_cov = root @ root.mT
     solver = ProbabilisticLinearSolver(policy, MaxIterations(iterations), prior=prior)
-    cond = float(lam.max() / lam.min())
-    stats, ranks = [], set()
+    stats, ranks, null = [], [], 0.0
     for _ in range(draws):
         z = torch.randn(n, generator=generator, dtype=Ad.dtype, device=Ad.device)
         x_true = root @ z
         belief, _ = solver.solve(A, A @ x_true, generator=generator)
+        r = n - belief.rank
         cov = prior_cov - belief.V @ belief.V.mT  # = belief.cov.to_dense(), no inner solves
-        mu, U = torch.linalg.eigh(0.5 * (cov + cov.mT))
-        keep = mu > krylov_tol(Ad.dtype, cond) * float(mu.max())
-        w = U[:, keep].mT @ (x_true - belief.mean)
-        stats.append(float((w * w / mu[keep]).sum()))
-        ranks.add(int(keep.sum()))
-    if len(ranks) != 1:
-        raise ValueError(f"rank of Σ_i varied between draws: {sorted(ranks)}")
-    return CalibrationResult(torch.tensor(stats, dtype=torch.float64), ranks.pop())
+        mu, U = torch.linalg.eigh(0.5 * (cov + cov.mT))  # ascending
+        e = x_true - belief.mean
+        top, rest = U[:, n - r :], U[:, : n - r]
+        if r and float(mu[n - r]) <= 0:
+            raise ValueError(
+                f"Σ_i has a non-positive eigenvalue {float(mu[n - r]):.3e} among its top "
+                f"r = {r}: the belief is not a valid Gaussian"
+            )
+        w = top.mT @ e
+        stats.append(float((w * w / mu[n - r :]).sum()))
+        ranks.append(r)
+        null = max(
+            null, float(torch.linalg.vector_norm(rest.mT @ e) / torch.linalg.vector_norm(x_true))
+        )
+    return CalibrationResult(
+        torch.tensor(stats, dtype=torch.float64), torch.tensor(ranks, dtype=torch.int64), null
+    )
