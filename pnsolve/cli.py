@@ -1,8 +1,14 @@
-"""The ``pnsolve`` command line."""
+"""The ``pnsolve`` command line.
+
+Exit status: 0 on success, 2 for a usage error (bad or missing argument), 1 for a
+runtime error (unreadable data, failed factorisation, ...), 130 on Ctrl-C. Every error
+is one line on stderr, ``pnsolve COMMAND: error: ...``, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -10,11 +16,85 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+#: exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it)
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    """A bad combination of command-line arguments: reported like argparse's errors (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit status 2) and defaults in ``--help``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(text: object) -> str:
+    """``text`` with every run of whitespace (newlines included) collapsed to a space."""
+    return " ".join(str(text).split())
+
+
+def _number(text: str, kind: type) -> float | int:
+    try:
+        return kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"must be {noun}, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    value = _number(text, float)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1."""
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def int_at_least(low: int):
+    """argparse type factory: an integer ≥ ``low``."""
+
+    def convert(text: str) -> int:
+        value = _number(text, int)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}")
+        return value
+
+    convert.__name__ = f"int_at_least_{low}"
+    return convert
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer ≥ 0."""
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def open_fraction(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    value = _number(text, float)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
+    return value
+
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pnsolve", description="Probabilistic linear solvers and GPs in PyTorch."
-    )
+    parser = _Parser(prog="pnsolve", description="Probabilistic linear solvers and GPs in PyTorch.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -28,25 +108,38 @@ def _build_parser() -> argparse.ArgumentParser:
             "computational uncertainty band on a 1-d toy problem."
         ),
     )
-    demo.add_argument("--dataset", default="concrete", help="UCI dataset (default: concrete)")
-    demo.add_argument("--split", type=int, default=0, help="standard split 0..9 (default: 0)")
-    demo.add_argument("--data-dir", default=None, help="folder with UCI datasets")
-    demo.add_argument("--out", default="outputs/demo", help="output folder for the plot")
-    demo.add_argument("--lengthscale", type=float, default=2.0)
-    demo.add_argument("--outputscale", type=float, default=1.0)
-    demo.add_argument("--noise", type=float, default=1e-2, help="noise variance σ²")
-    demo.add_argument("--rank", type=int, default=100, help="preconditioner rank")
-    demo.add_argument("--rtol", type=float, default=1e-8, help="CG relative tolerance")
-    demo.add_argument("--backend", default="auto", choices=["auto", "dense", "chunked", "keops"])
+    demo.add_argument("--dataset", default="concrete", help="UCI dataset name")
+    demo.add_argument("--split", type=nonnegative_int, default=0, help="standard split 0..9")
+    demo.add_argument(
+        "--data-dir", default=None, help="folder with UCI datasets (none: the shipped data)"
+    )
+    demo.add_argument("--out", default="outputs/demo", help="output folder for the plots")
+    demo.add_argument(
+        "--lengthscale", type=positive_float, default=2.0, help="Matérn-3/2 lengthscale"
+    )
+    demo.add_argument(
+        "--outputscale", type=positive_float, default=1.0, help="Matérn-3/2 outputscale"
+    )
+    demo.add_argument("--noise", type=positive_float, default=1e-2, help="noise variance σ² > 0")
+    demo.add_argument(
+        "--rank", type=positive_int, default=100, help="pivoted-Cholesky preconditioner rank"
+    )
+    demo.add_argument("--rtol", type=positive_float, default=1e-8, help="CG tolerance on ‖r‖ / ‖y‖")
+    demo.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "dense", "chunked", "keops"],
+        help="kernel-matrix backend",
+    )
     demo.add_argument(
         "--pls-subset",
-        type=int,
+        type=nonnegative_int,
         default=400,
         help="points for the probabilistic-solver error/uncertainty table (0: skip)",
     )
     demo.add_argument(
         "--itergp-budget",
-        type=int,
+        type=nonnegative_int,
         default=8,
         help="CG iterations of the plotted 1-d IterGP posterior (0: skip)",
     )
@@ -62,6 +155,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--quick", action="store_true", help="small sizes only")
     return parser
+
+
+def _is_linalg_error(exc: RuntimeError) -> bool:
+    import torch
+
+    return isinstance(exc, torch.linalg.LinAlgError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,19 +196,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "bench":
             script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_all.py"
             if not script.exists():
-                print(
-                    "pnsolve bench: benchmarks/ not found; run it from a source checkout",
-                    file=sys.stderr,
-                )
-                return 2
+                raise FileNotFoundError("benchmarks/ not found; run it from a source checkout")
             cmd = [sys.executable, str(script)] + (["--quick"] if args.quick else [])
             return subprocess.call(cmd)
-    except (ValueError, TypeError, FileNotFoundError, ArithmeticError) as e:
-        print(f"pnsolve {args.command}: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"pnsolve {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except UsageError as e:
+        print(
+            f"pnsolve {args.command}: error: {one_line(e)} (see pnsolve {args.command} --help)",
+            file=sys.stderr,
+        )
+        return 2
+    except (ValueError, TypeError, OSError, ArithmeticError) as e:
+        print(f"pnsolve {args.command}: error: {one_line(e)}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        if not _is_linalg_error(e):
+            raise
+        print(
+            f"pnsolve {args.command}: error: {one_line(e)} (try a larger noise variance)",
+            file=sys.stderr,
+        )
         return 1
     parser.error(f"unknown command {args.command!r}")
     return 2
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # run the imported module's main, not this __main__ copy: fit_cli raises
+    # pnsolve.cli.UsageError, which must be the class main catches
+    from pnsolve.cli import main as _main
+
+    sys.exit(_main())

@@ -18,6 +18,8 @@ computational bands (:mod:`pnsolve.demo_itergp`; plot ``itergp.png``).
 
 from __future__ import annotations
 
+import math
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +86,20 @@ def run_demo(
     """
     import pnsolve as pn
 
+    for name, value in (
+        ("lengthscale", lengthscale),
+        ("outputscale", outputscale),
+        ("noise", noise),
+        ("rtol", rtol),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value > 0)
+        ):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"rank must be a positive int, got {rank!r}")
     if isinstance(pls_subset, bool) or not isinstance(pls_subset, int) or pls_subset < 0:
         raise ValueError(f"pls_subset must be a non-negative int, got {pls_subset!r}")
     if isinstance(itergp_budget, bool) or not isinstance(itergp_budget, int) or itergp_budget < 0:
@@ -129,6 +145,7 @@ def run_demo(
         histories[label] = info_pc.residual_norms.reshape(-1) / torch.linalg.norm(y)
 
     echo(_format_table(rows))
+    echo(_cg_notes(rows, rtol, min(rank, n)))
     path = pn.plotting.plot_convergence(
         histories,
         Path(out) / "convergence.png",
@@ -157,6 +174,18 @@ def run_demo(
         echo("")
         run_itergp_demo(out=out, budget=itergp_budget, echo=echo)
     return rows, path
+
+
+def _cg_notes(rows: list[DemoRow], rtol: float, rank: int) -> str:
+    """Two plain lines under the CG table: what it shows."""
+    _, cg, pcg = rows
+    return textwrap.fill(
+        f"CG stops once ‖r‖ ≤ rtol·‖y‖ (rtol = {rtol:g}); 'rel. error' is the distance to "
+        f"the dense Cholesky solution. The preconditioner (rank-{rank} pivoted Cholesky of K, "
+        "plus σ²I) captures K's largest eigenvalues, so preconditioned CG sees a "
+        f"better-conditioned system: {pcg.iterations} instead of {cg.iterations} iterations.",
+        width=100,
+    )
 
 
 def _format_table(rows: list[DemoRow]) -> str:

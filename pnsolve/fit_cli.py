@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -12,12 +13,13 @@ import torch
 __all__ = ["SGD_DEFAULT_BUDGET", "add_fit_parser", "run_fit"]
 
 #: Epochs per step for ``--solver sgd`` when neither a budget nor a learning rate is
-#: given (the largest budget of the paper's early-stopping study).
+#: given (the largest budget of the early-stopping study of Lin et al., 2024).
 SGD_DEFAULT_BUDGET = 50.0
 
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``fit`` subcommand."""
+    from .cli import int_at_least, nonnegative_int, open_fraction, positive_float, positive_int
     from .gp.training import ESTIMATORS, SOLVERS
 
     fit = sub.add_parser(
@@ -25,33 +27,76 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         help="fit Matérn-3/2 ARD hyperparameters with CG/AP/SGD and standard/pathwise gradients",
         description=(
             "Maximise the marginal likelihood of a Matérn-3/2 ARD GP by Adam, with gradients "
-            "from iterative linear solves (seed 003: Lin et al. 2024), then print the test "
-            "RMSE and test log-likelihood (standardised targets)."
+            "from iterative linear solves (Lin et al., 2024), then print the test RMSE and "
+            "test log-likelihood (standardised targets). With --checkpoint an interrupted "
+            "run (Ctrl-C) resumes when the same command is run again."
         ),
     )
     src = fit.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="CSV file (.csv or .csv.gz); the last column is the target")
     src.add_argument("--dataset", help="UCI dataset name, e.g. pol, elevators, bike")
-    fit.add_argument("--split", type=int, default=0, help="UCI split 0..9 / CSV split seed")
-    fit.add_argument("--data-dir", default=None, help="folder with UCI datasets")
-    fit.add_argument("--test-fraction", type=float, default=0.1, help="CSV test fraction")
-    fit.add_argument("--solver", choices=SOLVERS, default="cg")
-    fit.add_argument("--estimator", choices=ESTIMATORS, default="pathwise")
-    fit.add_argument("--warm-start", action="store_true", help="warm-start the solves")
-    fit.add_argument("--steps", type=int, default=100, help="Adam steps (default 100)")
-    fit.add_argument("--lr", type=float, default=0.1, help="Adam learning rate (default 0.1)")
-    fit.add_argument("--epochs-budget", type=float, default=None, help="max solver epochs per step")
-    fit.add_argument("--tol", type=float, default=0.01, help="relative residual tolerance")
-    fit.add_argument("--num-probes", type=int, default=64)
-    fit.add_argument("--block-size", type=int, default=1000, help="AP block size")
-    fit.add_argument("--batch-size", type=int, default=500, help="SGD batch size")
-    fit.add_argument("--sgd-lr", type=float, default=None, help="SGD learning rate")
-    fit.add_argument("--init", choices=["constant", "heuristic"], default="constant")
     fit.add_argument(
-        "--subsample", type=int, default=None, help="use this many random training rows"
+        "--split", type=nonnegative_int, default=0, help="UCI split 0..9, or the CSV split seed"
     )
-    fit.add_argument("--seed", type=int, default=0, help="seed of the run's torch.Generator")
-    fit.add_argument("--checkpoint", default=None, help="checkpoint file (resumes if present)")
+    fit.add_argument(
+        "--data-dir", default=None, help="folder with UCI datasets (none: the shipped data)"
+    )
+    fit.add_argument(
+        "--test-fraction", type=open_fraction, default=0.1, help="test part of a --data CSV"
+    )
+    fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver")
+    fit.add_argument(
+        "--estimator", choices=ESTIMATORS, default="pathwise", help="gradient estimator"
+    )
+    fit.add_argument(
+        "--warm-start",
+        action="store_true",
+        help="start each solve at the previous step's solutions, with fixed probes",
+    )
+    fit.add_argument("--steps", type=positive_int, default=100, help="Adam steps")
+    fit.add_argument("--lr", type=positive_float, default=0.1, help="Adam learning rate")
+    fit.add_argument(
+        "--epochs-budget",
+        type=positive_float,
+        default=None,
+        help="max solver epochs per step, set-up work not counted (none: solve to --tol; "
+        f"with --solver sgd and no --sgd-lr: {SGD_DEFAULT_BUDGET:g})",
+    )
+    fit.add_argument("--tol", type=positive_float, default=0.01, help="relative residual tolerance")
+    fit.add_argument(
+        "--num-probes", type=positive_int, default=64, help="probe vectors of the estimator"
+    )
+    fit.add_argument(
+        "--block-size", type=positive_int, default=1000, help="alternating-projections block size"
+    )
+    fit.add_argument("--batch-size", type=positive_int, default=500, help="SGD minibatch size")
+    fit.add_argument(
+        "--sgd-lr",
+        type=positive_float,
+        default=None,
+        help="SGD learning rate (none: the solver's default)",
+    )
+    fit.add_argument(
+        "--init",
+        choices=["constant", "heuristic"],
+        default="constant",
+        help="initial hyperparameters: all 1, or exact fits on nearest-neighbour subsets",
+    )
+    fit.add_argument(
+        "--subsample",
+        type=int_at_least(2),
+        default=None,
+        help="use this many random training rows, at least 2 (none: all)",
+    )
+    fit.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seed of the run's torch.Generator"
+    )
+    fit.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint file, written after every step; an existing one of the same run "
+        "is resumed (none: no checkpoint)",
+    )
     fit.add_argument(
         "--predict",
         choices=["auto", "cholesky", "pathwise"],
@@ -59,8 +104,12 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         help="test predictions: exact Cholesky, pathwise samples, or auto (Cholesky up to "
         "n = 20000)",
     )
-    fit.add_argument("--plot", default=None, help="write the training curves to this PNG")
-    fit.add_argument("--log", default=None, help="write the per-step log to this CSV file")
+    fit.add_argument(
+        "--plot", default=None, help="write the training curves to this PNG (none: no plot)"
+    )
+    fit.add_argument(
+        "--log", default=None, help="write the per-step log to this CSV file (none: no log)"
+    )
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -96,9 +145,11 @@ def _write_log(log, path: str) -> Path:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    """Run ``pnsolve fit`` with parsed arguments; returns the exit status."""
-    from .gp.training import TrainingConfig, predictive, train_hyperparameters
-    from .metrics import gaussian_log_likelihood, rmse
+    """Run ``pnsolve fit`` with parsed arguments; returns the exit status.
+
+    Ctrl-C prints one line saying how many steps the checkpoint holds and returns 130.
+    """
+    from .cli import EXIT_INTERRUPTED, UsageError
 
     budget = args.epochs_budget
     if args.solver == "sgd" and budget is None and args.sgd_lr is None:
@@ -107,36 +158,83 @@ def run_fit(args: argparse.Namespace) -> int:
             f"note: SGD without --epochs-budget or --sgd-lr: using {budget:g} epochs per step "
             "(SGD to tolerance at the conservative default learning rate is very slow)"
         )
-    config = TrainingConfig(
-        solver=args.solver,
-        estimator=args.estimator,
-        warm_start=args.warm_start,
-        steps=args.steps,
-        lr=args.lr,
-        epochs_budget=budget,
-        tol=args.tol,
-        num_probes=args.num_probes,
-        block_size=args.block_size,
-        batch_size=args.batch_size,
-        sgd_lr=args.sgd_lr,
-        init=args.init,
+    from .gp.training import TrainingConfig
+
+    try:
+        config = TrainingConfig(
+            solver=args.solver,
+            estimator=args.estimator,
+            warm_start=args.warm_start,
+            steps=args.steps,
+            lr=args.lr,
+            epochs_budget=budget,
+            tol=args.tol,
+            num_probes=args.num_probes,
+            block_size=args.block_size,
+            batch_size=args.batch_size,
+            sgd_lr=args.sgd_lr,
+            init=args.init,
+        )
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from exc
+    try:
+        return _run(args, config)
+    except KeyboardInterrupt:
+        print(
+            f"pnsolve fit: interrupted {_saved_steps(args.checkpoint, config.steps)}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+
+
+def _saved_steps(checkpoint: str | None, steps: int) -> str:
+    """Where an interrupted run stands: how many steps its checkpoint holds."""
+    from .gp.training import load_checkpoint
+
+    if checkpoint is None:
+        return "(no --checkpoint given: nothing saved, a new run starts over)"
+    if not Path(checkpoint).exists():
+        return f"before the first step completed: nothing saved in {checkpoint}"
+    try:  # the file, not a step counter: Ctrl-C may land between saving and counting
+        done = len(load_checkpoint(checkpoint)["log"])
+    except (ValueError, KeyboardInterrupt):
+        return f"(checkpoint in {checkpoint})"
+    return (
+        f"after {done} of {steps} steps; checkpoint {checkpoint} holds them: run the same "
+        "command again to resume"
     )
+
+
+def _run(args: argparse.Namespace, config) -> int:
+    from .gp.training import predictive, train_hyperparameters
+    from .metrics import gaussian_log_likelihood, rmse
+
     ds = _load(args)
     X, y = ds.X_train, ds.y_train
     gen = torch.Generator().manual_seed(args.seed)
-    if args.subsample is not None:
-        if args.subsample < 2:
-            raise ValueError(f"--subsample must be at least 2, got {args.subsample}")
-        if args.subsample < X.shape[0]:
-            idx = torch.randperm(X.shape[0], generator=gen)[: args.subsample]
-            X, y = X[idx], y[idx]
+    if args.subsample is not None and args.subsample < X.shape[0]:
+        idx = torch.randperm(X.shape[0], generator=gen)[: args.subsample]
+        X, y = X[idx], y[idx]
     n, d = X.shape
     print(
         f"pnsolve fit: {ds.name} split {ds.split}: n = {n} train, {ds.X_test.shape[0]} test, "
         f"d = {d}; solver {config.solver}, estimator {config.estimator}, "
         f"{'warm' if config.warm_start else 'cold'} start, {config.steps} steps"
-        + ("" if config.epochs_budget is None else f", ≤ {config.epochs_budget:g} epochs/step")
+        + (
+            ""
+            if config.epochs_budget is None
+            else f", ≤ {config.epochs_budget:g} solver epochs/step (set-up epochs extra)"
+        ),
+        flush=True,
     )
+
+    def resumed(steps_done: int) -> None:
+        print(
+            f"resuming from checkpoint {args.checkpoint} after step {steps_done} of {config.steps}"
+            + (" (all steps done)" if steps_done >= config.steps else ""),
+            flush=True,
+        )
+
     t0 = time.perf_counter()
     result = train_hyperparameters(
         X,
@@ -145,6 +243,13 @@ def run_fit(args: argparse.Namespace) -> int:
         generator=gen,
         checkpoint=args.checkpoint,
         progress=not args.no_progress,
+        on_resume=resumed,
+        run_info={
+            "seed": args.seed,
+            "split": args.split,
+            "test_fraction": args.test_fraction if args.data is not None else None,
+            "subsample": args.subsample,
+        },
     )
     train_s = time.perf_counter() - t0
     method = args.predict
@@ -158,9 +263,11 @@ def run_fit(args: argparse.Namespace) -> int:
     )
     last = result.log[-1] if result.log else None
     if last is not None and config.solver != "cholesky":
+        setup = sum(r.setup_epochs for r in result.log)
         print(
-            f"solver: {result.total_epochs:.1f} epochs in all; last step residual "
-            f"mean {last.residual_norm_mean:.2e}, probes {last.residual_norm_probes:.2e}"
+            f"solver: {result.total_epochs - setup:.1f} solver + {setup:.1f} set-up epochs in "
+            f"all; last step residual mean {last.residual_norm_mean:.2e}, probes "
+            f"{last.residual_norm_probes:.2e}"
         )
     skipped = sum(r.skipped for r in result.log)
     if skipped:

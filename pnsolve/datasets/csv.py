@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +43,25 @@ def _parse_row(fields: list[str]) -> list[float] | None:
 
 
 def _read_table(path: Path, delimiter: str | None) -> tuple[np.ndarray, bool]:
-    """Parse ``path`` into a float array; returns the array and whether a header was skipped."""
+    """Parse ``path`` into a float array; returns the array and whether a header was skipped.
+
+    A ``.gz`` file that is not valid gzip and a file that is not UTF-8 text raise
+    ``ValueError`` naming the file, as does a NaN or infinite value (naming the line).
+    """
+    try:
+        return _parse_table(path, delimiter)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise ValueError(
+            f"{path} is not a valid gzip file ({exc}); a .gz suffix needs gzip-compressed text"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte {exc.start}); give a numeric CSV file"
+            + (" or its gzip-compressed .gz form" if path.suffix != ".gz" else "")
+        ) from exc
+
+
+def _parse_table(path: Path, delimiter: str | None) -> tuple[np.ndarray, bool]:
     rows: list[list[float]] = []
     width: int | None = None
     header = False
@@ -68,6 +88,12 @@ def _read_table(path: Path, delimiter: str | None) -> tuple[np.ndarray, bool]:
             if len(values) != width:
                 raise ValueError(
                     f"{path}, line {lineno}: expected {width} columns, found {len(values)}"
+                )
+            if not all(math.isfinite(v) for v in values):
+                bad = next(f for f, v in zip(fields, values, strict=True) if not math.isfinite(v))
+                raise ValueError(
+                    f"{path}, line {lineno}: non-finite value {bad!r}; every value must be a "
+                    "finite number (remove or impute missing values)"
                 )
             rows.append(values)
     return np.asarray(rows, dtype=np.float64).reshape(len(rows), width or 0), header
@@ -116,8 +142,10 @@ def load_csv(
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        A non-numeric value or a ragged row (the message names the file and line),
-        fewer than 2 rows or 2 columns, or ``test_fraction`` outside ``(0, 1)``.
+        A non-numeric, NaN or infinite value or a ragged row (the message names the
+        file and line), a ``.gz`` file that is not gzip or a file that is not UTF-8
+        text (naming the file), fewer than 2 rows or 2 columns, or ``test_fraction``
+        outside ``(0, 1)``.
     """
     path = Path(path)
     dtype = check_float_dtype(dtype)

@@ -94,8 +94,9 @@ def test_tradeoff_rows_are_consistent(tmp_path: Path) -> None:
 
 
 def test_demo_rejects_negative_pls_subset(capsys: pytest.CaptureFixture) -> None:
-    rc = main(["demo", "--pls-subset", "-1"])
-    assert rc == 1 and "pls_subset" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error: exit status 2
+        main(["demo", "--pls-subset", "-1"])
+    assert exc.value.code == 2 and "--pls-subset" in capsys.readouterr().err
 
 
 def test_demo_prints_itergp_table_and_writes_band_plot(
@@ -128,5 +129,6 @@ def test_itergp_demo_computational_variance_shrinks(tmp_path: Path) -> None:
 
 
 def test_demo_rejects_negative_itergp_budget(capsys: pytest.CaptureFixture) -> None:
-    rc = main(["demo", "--itergp-budget", "-1", "--pls-subset", "0"])
-    assert rc == 1 and "itergp_budget" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error: exit status 2
+        main(["demo", "--itergp-budget", "-1", "--pls-subset", "0"])
+    assert exc.value.code == 2 and "--itergp-budget" in capsys.readouterr().err

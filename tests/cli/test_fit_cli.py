@@ -61,9 +61,9 @@ def test_fit_writes_plot_and_resumes_from_checkpoint(tmp_path: Path, capsys):
     assert len(rows) == 3
     first = capsys.readouterr().out
     assert "wrote" in first
-    # same configuration with more steps is another configuration: refused clearly
+    # the same run with more steps is another run: refused, naming the key
     assert main([*base, "--steps", "3"]) == 1
-    assert "another configuration" in capsys.readouterr().err
+    assert "differs in: steps (checkpoint: 2, this run: 3)" in capsys.readouterr().err
     # the same command again resumes (all steps done): identical metrics
     assert main([*base, "--steps", "2"]) == 0
     again = capsys.readouterr().out

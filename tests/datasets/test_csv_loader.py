@@ -110,3 +110,26 @@ def test_argument_errors(tmp_path):
         pn.datasets.load_csv(path, split_seed=0.5)
     with pytest.raises(FileNotFoundError, match="path"):
         pn.datasets.load_csv(tmp_path / "missing.csv")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "NaN"])
+def test_non_finite_value_names_file_and_line(tmp_path, value):
+    path = tmp_path / "t.csv"
+    path.write_text(f"a,b\n1,2\n3,{value}\n5,6\n")
+    with pytest.raises(ValueError, match=rf"t\.csv, line 3: non-finite value '{value}'"):
+        pn.datasets.load_csv(path)
+
+
+def test_gz_that_is_not_gzip_and_binary_files_name_the_file(tmp_path):
+    fake = tmp_path / "fake.csv.gz"
+    fake.write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(ValueError, match=r"fake\.csv\.gz is not a valid gzip file"):
+        pn.datasets.load_csv(fake)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gzip.compress(b"a,b\n" + b"1,2\n3,4\n" * 50)[:30])
+    with pytest.raises(ValueError, match=r"cut\.csv\.gz is not a valid gzip file"):
+        pn.datasets.load_csv(cut)
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(b"\x89PNG\xff\xfe\x00\x01")
+    with pytest.raises(ValueError, match=r"bin\.csv is not UTF-8 text"):
+        pn.datasets.load_csv(binary)

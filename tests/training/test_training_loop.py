@@ -71,9 +71,9 @@ def test_resume_after_interrupt_reproduces_the_trajectory(tmp_path: Path, solver
             callback=stop_after_two,
         )
     assert len(load_checkpoint(ckpt)["log"]) == 2
-    # a fresh generator with another seed: the checkpoint restores the saved state
+    # a fresh generator with the same seed: the checkpoint restores the saved state
     resumed = train_hyperparameters(
-        X, y, config, generator=torch.Generator().manual_seed(99), checkpoint=ckpt
+        X, y, config, generator=torch.Generator().manual_seed(3), checkpoint=ckpt
     )
     assert len(resumed.log) == config.steps
     assert all(p.dtype == F64 for p in resumed.kernel.parameters())
@@ -88,9 +88,14 @@ def test_checkpoint_of_another_run_is_refused(tmp_path: Path):
     ckpt = tmp_path / "run.pt"
     train_hyperparameters(X, y, config, generator=torch.Generator(), checkpoint=ckpt)
     other = TrainingConfig(solver="cholesky", estimator="exact", steps=3, lr=0.05)
-    with pytest.raises(ValueError, match="another configuration"):
+    with pytest.raises(ValueError, match="another run") as info:
         train_hyperparameters(X, y, other, generator=torch.Generator(), checkpoint=ckpt)
-    with pytest.raises(ValueError, match="other training data"):
+    # the differing keys and their values, not two dumps of the whole configuration
+    assert "lr (checkpoint: 0.1, this run: 0.05); steps (checkpoint: 2, this run: 3)" in str(
+        info.value
+    )
+    assert "{" not in str(info.value)
+    with pytest.raises(ValueError, match="differs in: data"):
         train_hyperparameters(X, y + 1, config, generator=torch.Generator(), checkpoint=ckpt)
     bad = tmp_path / "bad.pt"
     bad.write_text("not a checkpoint")

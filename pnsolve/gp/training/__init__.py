@@ -1,4 +1,4 @@
-"""Hyperparameter training for iterative GPs (seed 003: Lin et al. 2024).
+"""Hyperparameter training for iterative GPs (Lin et al., 2024).
 
 :func:`train_hyperparameters` runs Adam on the softplus-parametrised hyperparameters
 of a Matérn-3/2 ARD GP; each step's gradient comes from an estimator in

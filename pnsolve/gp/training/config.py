@@ -1,4 +1,4 @@
-"""Configuration of an iterative hyperparameter-training run (seed 003, Lin et al. 2024)."""
+"""Configuration of an iterative hyperparameter-training run (Lin et al., 2024)."""
 
 from __future__ import annotations
 
@@ -41,35 +41,35 @@ class TrainingConfig:
     steps
         Adam steps on the softplus-parametrised hyperparameters.
     lr
-        Adam learning rate (the paper: 0.1 for ``n < 50k``, 0.03 above).
+        Adam learning rate (Lin et al.: 0.1 for ``n < 50k``, 0.03 above).
     epochs_budget
         Maximum solver epochs per step (one epoch = every entry of ``K̂`` evaluated
         once); ``None``: solve to ``tol``.
     tol, tol_probes
         Relative residual tolerances of the mean system and of the probe systems
-        (``tol_probes=None``: same as ``tol``). The paper: 0.01.
+        (``tol_probes=None``: same as ``tol``). Lin et al.: 0.01.
     num_probes
-        Probe vectors ``s`` (the paper: 64).
+        Probe vectors ``s`` (Lin et al.: 64).
     num_features
         Random Fourier features of the pathwise prior samples.
     preconditioner_rank
-        Pivoted-Cholesky rank for CG (the paper: 100).
+        Pivoted-Cholesky rank for CG (Lin et al.: 100).
     block_size
-        Alternating-projections block size (the paper: 1000).
+        Alternating-projections block size (Lin et al.: 1000).
     batch_size, sgd_lr, momentum
-        SGD minibatch size, learning rate and momentum (the paper: 500, data-set
+        SGD minibatch size, learning rate and momentum (Lin et al.: 500, data-set
         dependent, 0.9); ``sgd_lr=None`` uses the solver's default.
     init
-        ``"constant"``: every hyperparameter starts at ``init_value`` (the paper, small
+        ``"constant"``: every hyperparameter starts at ``init_value`` (Lin et al., small
         ``n``); ``"heuristic"``: average of exact fits on nearest-neighbour subsets
-        around random centroids (the paper, large ``n``; see
+        around random centroids (Lin et al., large ``n``; see
         :func:`~pnsolve.gp.training.initial_hyperparameters`).
     init_value
         Start value of every hyperparameter for ``init="constant"``.
     init_subset, init_centroids, init_steps
-        The heuristic's nearest-neighbour subset size (the paper: 10 000; the default
-        2 000 keeps each exact fit at seconds on a CPU), number of centroids (the
-        paper: 10) and Adam steps of each exact fit.
+        The heuristic's nearest-neighbour subset size (Lin et al.: 10 000; the default
+        2 000 keeps each exact fit at seconds on a CPU), number of centroids (Lin
+        et al.: 10) and Adam steps of each exact fit.
     min_noise
         Floor added to the softplus noise variance.
     max_step_residual
@@ -83,7 +83,7 @@ class TrainingConfig:
         skips every remaining step: the run stays at the last hyperparameters whose
         solve succeeded (measured: CG, standard estimator, cold, 10 epochs per step on
         1000 rows of pol: 50 of 100 steps skipped). ``None`` applies every update (the
-        paper's loop).
+        loop of Lin et al.).
     """
 
     solver: str = "cg"

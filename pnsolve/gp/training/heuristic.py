@@ -1,4 +1,4 @@
-"""Initial hyperparameters for large data sets (seed 003, App. B; Lin et al.)."""
+"""Initial hyperparameters for large data sets (Lin et al., 2024, App. B)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def initial_hyperparameters(
 ) -> tuple[torch.Tensor, float, float]:
     """Average of exact Matérn-3/2 ARD fits on nearest-neighbour subsets.
 
-    The heuristic of the paper: pick a centroid training point uniformly at random,
+    The heuristic of Lin et al. (2024): pick a centroid training point uniformly at random,
     take the ``subset`` training points closest to it (Euclidean), maximise the exact
     marginal likelihood on them, repeat for ``centroids`` centroids and average the
     hyperparameters (local subsets avoid the aliasing bias of random subsets).
@@ -36,7 +36,7 @@ def initial_hyperparameters(
     generator
         Draws the centroids.
     subset
-        Points per subset (the paper: 10 000; capped at ``n``).
+        Points per subset (Lin et al.: 10 000; capped at ``n``).
     centroids
         Number of subsets.
     steps, lr

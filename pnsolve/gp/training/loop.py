@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from ..mll_estimators import (
     PathwiseEstimator,
     StandardEstimator,
 )
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import _identity_mismatch, _tensor_digest, load_checkpoint, save_checkpoint
 from .config import TrainingConfig
 from .heuristic import initial_hyperparameters
 from .record import StepRecord, TrainingResult
@@ -81,16 +81,28 @@ class _Model(nn.Module):
         return nn.functional.softplus(self.raw_noise) + self.min_noise
 
 
-def _fingerprint(X: torch.Tensor, y: torch.Tensor) -> tuple[float, ...]:
-    """Cheap identity check of the data a checkpoint belongs to."""
-    return (
-        float(X.shape[0]),
-        float(X.shape[1]),
-        float(X.double().sum()),
-        float(X.double().square().sum()),
-        float(y.double().sum()),
-        float(y.double().square().sum()),
-    )
+def _identity(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    config: TrainingConfig,
+    generator: torch.Generator,
+    run_info: Mapping[str, object] | None,
+) -> dict[str, object]:
+    """Everything that determines a trajectory: a resumed run must match it exactly."""
+    identity: dict[str, object] = dict(config.as_dict())
+    identity["data"] = _tensor_digest(X, y)
+    identity["generator"] = _tensor_digest(generator.get_state())
+    for key, value in (run_info or {}).items():
+        if not isinstance(key, str) or key in identity:
+            raise ValueError(f"run_info key {key!r} must be a new string key")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float | str)
+        ):
+            raise TypeError(
+                f"run_info[{key!r}] must be an int, float, str or None, got {type(value).__name__}"
+            )
+        identity[key] = value
+    return identity
 
 
 def _cholesky_solve(kernel, X, noise, B):
@@ -108,6 +120,8 @@ def train_hyperparameters(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     callback: Callable[[StepRecord], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
+    run_info: Mapping[str, object] | None = None,
 ) -> TrainingResult:
     """Maximise the marginal likelihood of a Matérn-3/2 ARD GP with iterative solves.
 
@@ -127,15 +141,28 @@ def train_hyperparameters(
         The run's :class:`TrainingConfig` (default: CG + pathwise + warm starts).
     generator
         All randomness (probe draws, SGD minibatches, the init heuristic's centroids).
+        Its state on entry is part of the run's identity: resume with a generator
+        seeded like the interrupted run's.
     checkpoint
-        File to write after every step. If it exists, the run *resumes* from it: the
-        parameters, Adam state, probe draws, warm-start solutions, generator state and
-        log are restored, so an interrupted run continues on the identical trajectory.
-        A checkpoint of another configuration or other data is refused.
+        File written (with a SHA-256 checksum, atomically) after every step. If it
+        exists, the run *resumes* from it: the parameters, Adam state, probe draws,
+        warm-start solutions, generator state and log are restored, so an interrupted
+        run continues on the identical trajectory. A checkpoint of another run is
+        refused, naming the differing keys: every field of ``config``, the data
+        (``X``, ``y`` bytes), the generator's state on entry and ``run_info``. A
+        corrupt or truncated file is refused, naming the file.
     progress
-        Show a tqdm progress bar with the residual norms and epochs.
+        Show a tqdm progress bar with the residual norms, the solver epochs and the
+        set-up epochs of the last step.
     callback
         Called with each step's :class:`StepRecord` after the checkpoint is written.
+    on_resume
+        Called once, before the first step, with the number of completed steps a
+        checkpoint restored (only when one was loaded).
+    run_info
+        Extra identity entries (str keys; int, float, str or ``None`` values) stored in
+        the checkpoint and compared on resume, e.g. the command line's seed and split,
+        so that a mismatch names them.
 
     Returns
     -------
@@ -158,17 +185,18 @@ def train_hyperparameters(
     n, d = X.shape
     mean = float(y.mean())
     yc = y - mean
-    fingerprint = _fingerprint(X, y)
+    identity = _identity(X, y, config, generator, run_info)
     path = None if checkpoint is None else Path(checkpoint)
     saved = load_checkpoint(path) if path is not None and path.exists() else None
     if saved is not None:
-        if saved["config"] != config.as_dict():
+        differs = _identity_mismatch(saved["identity"], identity)
+        if differs is not None:
             raise ValueError(
-                f"checkpoint {str(path)!r} was written by another configuration: "
-                f"{saved['config']} != {config.as_dict()}"
+                f"checkpoint {str(path)!r} belongs to another run; it differs in: {differs}. "
+                "Delete it or choose another checkpoint file"
             )
-        if tuple(saved["fingerprint"]) != fingerprint:
-            raise ValueError(f"checkpoint {str(path)!r} belongs to other training data")
+        if on_resume is not None:
+            on_resume(len(saved["log"]))
 
     if saved is None and config.init == "heuristic":
         ls, os_, noise0 = initial_hyperparameters(
@@ -215,88 +243,94 @@ def train_hyperparameters(
         disable=not progress,
         desc=f"fit {config.solver}/{config.estimator}{' warm' if config.warm_start else ''}",
     )
-    for step in bar:
-        t0 = time.perf_counter()
-        noise = model.noise()
-        before = (
-            tuple(float(v) for v in model.kernel.lengthscale.detach().reshape(-1)),
-            float(model.kernel.outputscale.detach()),
-            float(noise.detach()),
-        )
-        opt.zero_grad()
-        skip = False
-        if not config.warm_start and config.estimator != "exact":
-            estimator.resample(generator)
-        if config.estimator == "exact":
-            estimator.backward(model.kernel, X, noise, yc, None)
-            res = (0.0, 0.0, 0.0, 0, True, 0.0)
-        else:
-            with torch.no_grad():
-                B = estimator.targets(model.kernel, X, noise.detach(), yc)
-                if solver is None:
-                    solutions = _cholesky_solve(model.kernel, X, float(noise), B)
-                    res = (0.0, 0.0, 0.0, 0, True, 0.0)
-                else:
-                    x0 = solutions if config.warm_start else None
-                    system = KernelSystem(model.kernel, X, noise.detach())
-                    out = solver.solve(
-                        system, B, x0, max_epochs=config.epochs_budget, generator=generator
-                    )
-                    solutions = out.solution
-                    res = (
-                        out.residual_norm_mean,
-                        out.residual_norm_probes,
-                        out.epochs,
-                        out.iterations,
-                        out.converged,
-                        out.setup_epochs,
-                    )
-            skip = (
-                config.max_step_residual is not None
-                and not res[4]
-                and max(res[0], res[1]) > config.max_step_residual
+    try:
+        for step in bar:
+            t0 = time.perf_counter()
+            noise = model.noise()
+            before = (
+                tuple(float(v) for v in model.kernel.lengthscale.detach().reshape(-1)),
+                float(model.kernel.outputscale.detach()),
+                float(noise.detach()),
             )
+            opt.zero_grad()
+            skip = False
+            if not config.warm_start and config.estimator != "exact":
+                estimator.resample(generator)
+            if config.estimator == "exact":
+                estimator.backward(model.kernel, X, noise, yc, None)
+                res = (0.0, 0.0, 0.0, 0, True, 0.0)
+            else:
+                with torch.no_grad():
+                    B = estimator.targets(model.kernel, X, noise.detach(), yc)
+                    if solver is None:
+                        solutions = _cholesky_solve(model.kernel, X, float(noise), B)
+                        res = (0.0, 0.0, 0.0, 0, True, 0.0)
+                    else:
+                        x0 = solutions if config.warm_start else None
+                        system = KernelSystem(model.kernel, X, noise.detach())
+                        out = solver.solve(
+                            system, B, x0, max_epochs=config.epochs_budget, generator=generator
+                        )
+                        solutions = out.solution
+                        res = (
+                            out.residual_norm_mean,
+                            out.residual_norm_probes,
+                            out.epochs,
+                            out.iterations,
+                            out.converged,
+                            out.setup_epochs,
+                        )
+                skip = (
+                    config.max_step_residual is not None
+                    and not res[4]
+                    and max(res[0], res[1]) > config.max_step_residual
+                )
+                if not skip:
+                    estimator.backward(model.kernel, X, noise, yc, solutions)
             if not skip:
-                estimator.backward(model.kernel, X, noise, yc, solutions)
-        if not skip:
-            opt.step()
-        record = StepRecord(
-            step=step,
-            residual_norm_mean=float(res[0]),
-            residual_norm_probes=float(res[1]) if config.estimator != "exact" else float("nan"),
-            epochs=float(res[2]),
-            setup_epochs=float(res[5]),
-            iterations=int(res[3]),
-            converged=bool(res[4]),
-            skipped=skip,
-            seconds=time.perf_counter() - t0,
-            lengthscale=before[0],
-            outputscale=before[1],
-            noise=before[2],
-        )
-        log.append(record)
-        bar.set_postfix(
-            res_mean=f"{record.residual_norm_mean:.1e}",
-            res_probes=f"{record.residual_norm_probes:.1e}",
-            epochs=f"{record.epochs:.1f}",
-        )
-        if path is not None:
-            save_checkpoint(
-                path,
-                {
-                    "config": config.as_dict(),
-                    "fingerprint": fingerprint,
-                    "model": model.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "estimator": None if config.estimator == "exact" else estimator.state_dict(),
-                    "generator": generator.get_state(),
-                    "log": log,
-                    "solutions": solutions,
-                },
+                opt.step()
+            record = StepRecord(
+                step=step,
+                residual_norm_mean=float(res[0]),
+                residual_norm_probes=float(res[1]) if config.estimator != "exact" else float("nan"),
+                epochs=float(res[2]),
+                setup_epochs=float(res[5]),
+                iterations=int(res[3]),
+                converged=bool(res[4]),
+                skipped=skip,
+                seconds=time.perf_counter() - t0,
+                lengthscale=before[0],
+                outputscale=before[1],
+                noise=before[2],
             )
-        if callback is not None:
-            callback(record)
-    bar.close()
+            log.append(record)
+            bar.set_postfix(  # a dict keeps this order (keywords would be sorted)
+                {
+                    "res_mean": f"{record.residual_norm_mean:.1e}",
+                    "res_probes": f"{record.residual_norm_probes:.1e}",
+                    "solver_epochs": f"{record.epochs - record.setup_epochs:.1f}",
+                    "setup_epochs": f"{record.setup_epochs:.1f}",
+                }
+            )
+            if path is not None:
+                save_checkpoint(
+                    path,
+                    {
+                        "identity": identity,
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "estimator": (
+                            None if config.estimator == "exact" else estimator.state_dict()
+                        ),
+                        "generator": generator.get_state(),
+                        "log": log,
+                        "solutions": solutions,
+                    },
+                )
+            if callback is not None:
+                callback(record)
+    finally:
+        bar.close()  # ends the bar's line, also on Ctrl-C
     model.requires_grad_(False)
     return TrainingResult(
         kernel=model.kernel,

@@ -26,7 +26,7 @@ class StepRecord:
     setup_epochs
         The part of ``epochs`` outside the iterations (warm-start residual,
         preconditioner, cached block factors, true-residual checks); the epoch budget
-        caps ``epochs − setup_epochs``, as in the paper's Algorithms 1–3.
+        caps ``epochs − setup_epochs``, as in Algorithms 1–3 of Lin et al. (2024).
     iterations
         Solver iterations of this step.
     converged
