@@ -18,7 +18,7 @@ from ...iterative import (
     KernelSystem,
     StochasticGradientDescent,
 )
-from ...kernels.base import inv_softplus
+from ...kernels.base import inv_softplus, softplus
 from ...kernels.matern import Matern
 from .._checks import check_inputs, check_targets
 from ..mll_estimators import (
@@ -66,8 +66,8 @@ class _Model(nn.Module):
         self, lengthscale: torch.Tensor, outputscale: float, noise: float, min_noise: float
     ) -> None:
         super().__init__()
-        # every parameter in the data's dtype (a float outputscale would be stored in
-        # torch's default dtype, float32, and Adam would update it at that precision)
+        # kernel hyperparameters are stored in float64 (pnsolve's rule, cast to the
+        # data's dtype at evaluation); the noise lives in the data's dtype
         self.kernel = Matern(
             nu=1.5,
             lengthscale=lengthscale,
@@ -78,7 +78,7 @@ class _Model(nn.Module):
         self.min_noise = min_noise
 
     def noise(self) -> torch.Tensor:
-        return nn.functional.softplus(self.raw_noise) + self.min_noise
+        return softplus(self.raw_noise) + self.min_noise
 
 
 def _identity(
