@@ -10,10 +10,15 @@ Roots are searched in this order:
 
 1. the ``data_dir`` argument (when given, it is the only root searched);
 2. the folder named by the environment variable ``PNSOLVE_DATA``;
-3. the package data shipped inside pnsolve (``airfoil``, ``concrete`` and ``elevators``,
-   the set tutorial 04 uses);
+3. the package data shipped inside pnsolve: all nine standard sets (``airfoil``,
+   ``bike``, ``concrete``, ``elevators``, ``keggdirected``, ``parkinsons``, ``pol``,
+   ``protein``, ``skillcraft``; about 5 MB), so every documented result reproduces
+   from a clone;
 4. ``shared/data/uci`` next to a source checkout of pnsolve (found by walking up
    from the package folder).
+
+Names are case-insensitive: ``load_uci("POL")`` loads the folder ``pol``. A folder
+whose name matches exactly wins over one that matches only up to case.
 
 Nothing is cached: every call reads the files again (``protein``, 45 730 rows,
 takes about 0.2 s).
@@ -108,11 +113,29 @@ def _check_split(split: object) -> int:
     return int(split)
 
 
+def _match(root: Path, name: str) -> Path | None:
+    """The folder of ``root`` named ``name``, exactly or else up to case (None if none)."""
+    if not root.is_dir():
+        return None
+    exact = root / name
+    if exact.is_dir() and exact.name in {p.name for p in root.iterdir()}:
+        return exact
+    folded = sorted(
+        p for p in root.iterdir() if p.is_dir() and p.name.casefold() == name.casefold()
+    )
+    if len(folded) > 1:
+        raise ValueError(
+            f"UCI data set name {name!r} matches several folders in {root} up to case: "
+            f"{', '.join(p.name for p in folded)}; pass the exact name"
+        )
+    return folded[0] if folded else None
+
+
 def _locate(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
     roots = uci_roots(data_dir)
     for root in roots:
-        folder = root / name
-        if folder.is_dir():
+        folder = _match(root, name)
+        if folder is not None:
             missing = [f for f in (_DATA_FILE, _MASK_FILE) if not (folder / f).is_file()]
             if missing:
                 raise FileNotFoundError(
@@ -148,8 +171,10 @@ def load_uci(
     Parameters
     ----------
     name
-        Data-set name, e.g. ``"pol"``, ``"elevators"``, ``"bike"``, ``"protein"``,
-        ``"keggdirected"``, ``"airfoil"``, ``"concrete"``; see :func:`available_uci`.
+        Data-set name, case-insensitive: one of ``"airfoil"``, ``"bike"``,
+        ``"concrete"``, ``"elevators"``, ``"keggdirected"``, ``"parkinsons"``,
+        ``"pol"``, ``"protein"``, ``"skillcraft"`` (all shipped with pnsolve), or a
+        folder under ``data_dir`` / ``$PNSOLVE_DATA``; see :func:`available_uci`.
     split
         Split index in ``0..9``; the test part is the rows marked in column ``split``
         of ``test_mask.csv.gz`` (about 10 % of the rows).
@@ -198,11 +223,13 @@ def load_uci(
             f"has {table.shape[0]}"
         )
     if split >= mask.shape[1]:
-        raise ValueError(f"split must lie in 0..{mask.shape[1] - 1} for {name!r}, got {split}")
+        raise ValueError(
+            f"split must lie in 0..{mask.shape[1] - 1} for {folder.name!r}, got {split}"
+        )
     return Dataset.from_table(
         table,
         mask[:, split] != 0,
-        name=name,
+        name=folder.name,
         split=split,
         standardize=standardize,
         dtype=dtype,

@@ -1,6 +1,6 @@
 """IterNCGP: Laplace inference for non-conjugate GPs as sequential computation-aware regression.
 
-Seed 001 (Tatzel et al., 2024) and DESIGN §5: Newton step ``t`` on the log posterior is
+Tatzel, Wenger, Schneider & Hennig (2024): Newton step ``t`` on the log posterior is
 GP regression with pseudo-targets ``ŷ_t = f_t − μ + W_t⁻¹ g_t`` observed with noise
 ``W_t⁻¹`` (``g = ∇ log p(y|f)``, ``W = −∇² log p(y|f)``; ``W⁺`` for the softmax). Each
 regression is solved by the probabilistic linear solver on ``A_t = K + W_t⁻¹`` (IterGP,
@@ -33,7 +33,7 @@ from ..policies.projected import Projected
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs
+from ._checks import as_tensor, check_inputs
 from .belief_posterior import belief_posterior
 from .posterior import GaussianPosterior
 
@@ -268,7 +268,7 @@ class IterNCGP:
         is fitted.
         """
         X = check_inputs(X, "X")
-        y = self.likelihood.check_targets(y)
+        y = self.likelihood.check_targets(as_tensor(y, "y", int_dtype=None, device=X.device))
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} targets but X has {X.shape[0]} rows")
         if Xs is not None:
@@ -487,6 +487,8 @@ class IterNCGP:
         Reads naturally for counts: expected Poisson rates ``E[exp f]`` of shape
         ``(t,)``; for classification, class probabilities.
         """
+        self._require_fit()
+        Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
         post = self.posterior(Xs)
         var = post.var
         with torch.no_grad():

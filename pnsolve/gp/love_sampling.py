@@ -1,4 +1,6 @@
-"""LOVE's fast predictive samples: a second Lanczos on the test covariance (seed 004 §3.3).
+"""LOVE's fast predictive samples: a second Lanczos on the test covariance.
+
+Pleiss, Gardner, Weinberger & Wilson (2018), §3.3.
 
 For ``t`` test points the predictive covariance is ``C = k(Xs, Xs) − P Pᵀ`` with
 ``P = k(Xs, X) R`` from the LOVE cache. ``k`` Lanczos steps on ``C`` (each one

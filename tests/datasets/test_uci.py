@@ -164,15 +164,90 @@ def test_pnsolve_data_env_var_is_respected_and_comes_first(tmp_path, monkeypatch
     assert pn.datasets.available_uci(tmp_path) == ["airfoil", "toy"]
 
 
-def test_package_data_used_when_nothing_else_is_given(monkeypatch):
+SHIPPED = [
+    "airfoil",
+    "bike",
+    "concrete",
+    "elevators",
+    "keggdirected",
+    "parkinsons",
+    "pol",
+    "protein",
+    "skillcraft",
+]
+# (rows, inputs) of every shipped set
+SHIPPED_SIZES = {
+    "airfoil": (1503, 5),
+    "bike": (17379, 17),
+    "concrete": (1030, 8),
+    "elevators": (16599, 18),
+    "keggdirected": (48827, 20),
+    "parkinsons": (5875, 20),
+    "pol": (15000, 26),
+    "protein": (45730, 9),
+    "skillcraft": (3338, 19),
+}
+
+
+@pytest.fixture
+def package_only(monkeypatch):
+    """Look up data sets in the shipped package data only, as in a fresh clone."""
     monkeypatch.delenv("PNSOLVE_DATA", raising=False)
     monkeypatch.setattr(uci, "_shared_data_dir", lambda: None)
-    assert pn.datasets.available_uci() == ["airfoil", "concrete", "elevators"]
+
+
+def test_package_data_used_when_nothing_else_is_given(package_only):
+    assert pn.datasets.available_uci() == SHIPPED
     ds = pn.datasets.load_uci("airfoil")
     assert Path(ds.source) == Path(uci.__file__).parent / "data" / "airfoil"
     assert ds.n_train + ds.n_test == 1503
-    with pytest.raises(ValueError, match="available: airfoil, concrete, elevators"):
-        pn.datasets.load_uci("protein")
+    with pytest.raises(ValueError, match="available: " + ", ".join(SHIPPED)):
+        pn.datasets.load_uci("yacht")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_dataset_loads_split0(package_only, name):
+    ds = pn.datasets.load_uci(name, split=0)
+    assert Path(ds.source) == Path(uci.__file__).parent / "data" / name
+    n, d = SHIPPED_SIZES[name]
+    assert ds.n_train + ds.n_test == n and ds.d == d
+    assert ds.X_train.shape == (ds.n_train, d) and ds.y_train.shape == (ds.n_train,)
+    assert ds.X_test.shape == (ds.n_test, d) and ds.y_test.shape == (ds.n_test,)
+    for t in (ds.X_train, ds.y_train, ds.X_test, ds.y_test):
+        assert t.dtype == torch.float64 and bool(torch.isfinite(t).all())
+    # the standard 90/10 split: the test part is a tenth of the rows, up to rounding
+    assert abs(ds.n_test - n / 10) <= 1
+    _assert_standardised(ds.X_train, ds.y_train)
+
+
+@pytest.mark.parametrize("spelling", ["Pol", "POL", "pol", "pOl"])
+def test_names_are_case_insensitive(package_only, spelling):
+    ds = pn.datasets.load_uci(spelling, split=0)
+    assert ds.name == "pol" and ds.n_train + ds.n_test == 15000
+    assert Path(ds.source).name == "pol"
+
+
+def test_exact_name_wins_over_case_match_and_ambiguity_is_an_error(tmp_path):
+    table, mask = _toy(n=30)
+    _write_dataset(tmp_path, "Toy", table, mask)
+    # one folder matching up to case: found under any spelling, named as on disk
+    assert pn.datasets.load_uci("TOY", data_dir=tmp_path).name == "Toy"
+    if (tmp_path / "TOY").exists():
+        pytest.skip("file system does not keep names that differ only in case")
+    _write_dataset(tmp_path, "TOY", table[:20], mask[:20])
+    assert pn.datasets.load_uci("Toy", data_dir=tmp_path).n_train == 27
+    assert pn.datasets.load_uci("TOY", data_dir=tmp_path).n_train == 18
+    with pytest.raises(ValueError, match="several folders"):
+        pn.datasets.load_uci("toy", data_dir=tmp_path)
+
+
+def test_unknown_name_error_lists_all_available(package_only):
+    with pytest.raises(ValueError) as err:
+        pn.datasets.load_uci("Yacht")
+    msg = str(err.value)
+    assert "'Yacht'" in msg
+    for name in SHIPPED:
+        assert name in msg
 
 
 def test_package_data_ships_license_and_matches_shared_copy():
@@ -180,9 +255,25 @@ def test_package_data_ships_license_and_matches_shared_copy():
     assert (data / "LICENSE").read_text().startswith("MIT License")
     if SHARED is None:
         pytest.skip("no shared data to compare with")
-    for name in ("airfoil", "concrete", "elevators"):
+    for name in SHIPPED:
         for f in ("data.csv.gz", "test_mask.csv.gz"):
             assert (data / name / f).read_bytes() == (SHARED / name / f).read_bytes()
+    assert (data / "LICENSE").read_bytes() == (SHARED / "LICENSE").read_bytes()
+
+
+def test_pyproject_package_data_covers_every_shipped_file():
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+
+    root = Path(uci.__file__).resolve().parents[2]
+    cfg = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = cfg["tool"]["setuptools"]["package-data"]["pnsolve.datasets"]
+    data = Path(uci.__file__).parent / "data"
+    files = [p.relative_to(data.parent).as_posix() for p in data.rglob("*") if p.is_file()]
+    assert len(files) == 2 * len(SHIPPED) + 1
+    for f in files:
+        assert any(fnmatch.fnmatch(f, pat) for pat in patterns), f
 
 
 def test_bad_name_and_dtype():
