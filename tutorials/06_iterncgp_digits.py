@@ -448,10 +448,11 @@ for name, p in rows.items():
 # To split the combined variance we need the Laplace variance
 # `k(x, x) − k(x, X) P A_t⁺ P k(X, x)` for the last Newton step's system `m.A`, the sum
 # of `P K P`, `W_t⁺` and `c (I − P)` (the last term makes the solver's operator positive
-# definite off the centred subspace and changes nothing on it). `posterior.math_var` computes it on demand by plain CG to
-# rounding level. On this badly conditioned system (`W⁺` has entries up to `1/p` for
-# small class probabilities) that takes thousands of iterations: fine for a test
-# point or two (the smoke run cross-checks one), minutes for dozens at full size. We
+# definite off the centred subspace and changes nothing on it). `posterior.math_var`
+# computes it on demand by plain CG to rounding level. On this badly conditioned
+# system (`W⁺` has entries up to `1/p` for small class probabilities) that takes
+# thousands of iterations: fine for a test point or two (the smoke run cross-checks
+# one), minutes for dozens at full size. We
 # factor the dense `N × N` matrix `P K P + W⁺ + (I − P)` once instead (positive
 # definite, with the same inverse on the centred subspace) — exactly the cost that
 # IterNCGP avoids — and use it for the watched points and the six most uncertain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import math
 
 import torch
 
@@ -134,7 +135,11 @@ def as_prior(prior: object) -> Prior:
         return prior
     if prior == "inverse":
         return InversePrior()
-    if isinstance(prior, LinearOperator | int | float) and not isinstance(prior, bool):
+    if isinstance(prior, int | float) and not isinstance(prior, bool):
+        if not (math.isfinite(prior) and prior > 0):
+            raise ValueError(f"prior must be 'inverse', a positive number σ², ...; got {prior!r}")
+        return GaussianPrior(prior)
+    if isinstance(prior, LinearOperator):
         return GaussianPrior(prior)
     raise ValueError(
         f"prior must be 'inverse', a positive number σ², an SPD LinearOperator or a Prior; "

@@ -1,4 +1,6 @@
-"""Krylov buffers: recycle actions and their images across related systems (Tatzel et al., 2024, §3.3–3.4).
+"""Krylov buffers: recycle actions and their images across related systems.
+
+Tatzel, Wenger, Schneider & Hennig (2024), §3.3–3.4.
 
 For a sequence of systems ``A_t = K + D_t`` sharing an expensive fixed part ``K`` and
 differing by a cheap part ``D_t`` (e.g. ``W_t⁻¹`` in IterNCGP, a noise term in GP

@@ -334,7 +334,7 @@ def test_bad_components_raise_type_errors():
         pn.ProbabilisticLinearSolver(pn.policies.CG(), 3)
     with pytest.raises(ValueError, match="prior must be"):
         pn.ProbabilisticLinearSolver(pn.policies.CG(), MaxIterations(3), prior="flat")
-    with pytest.raises(ValueError, match="cov must be a positive number"):
+    with pytest.raises(ValueError, match="prior must be 'inverse', a positive number"):
         pn.ProbabilisticLinearSolver(pn.policies.CG(), MaxIterations(3), prior=-1.0)
 
 
