@@ -1,4 +1,4 @@
-"""IterNCGP experiments of seed 001 §5 at CPU scale, and the recycling/compression targets.
+"""IterNCGP experiments of Tatzel et al. (2024, §5) at CPU scale, and recycling/compression targets.
 
 1. **§5.1 Poisson regression** (``pn.datasets.poisson_counts``: 1-d inputs on [0, 1], log
    rate a draw of an RBF GP with ℓ = 0.1; the model uses the same kernel and a zero prior

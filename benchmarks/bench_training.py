@@ -1,4 +1,4 @@
-"""Iterative GP hyperparameter training (seed 003, Lin et al. 2024) at CPU scale.
+"""Iterative GP hyperparameter training (Lin et al., 2024) at CPU scale.
 
 Reproduces **Table 1** (test metrics, solver epochs and speed-ups of the pathwise
 estimator and warm starts) and the **early-stopping study** of §5 / Figure 9 with
