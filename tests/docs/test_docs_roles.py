@@ -8,10 +8,7 @@ site.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -90,21 +87,6 @@ def test_every_role_in_pnsolve_docstrings_is_converted():
         ]
         assert not left, (obj.path, [m.group(0) for m in left])
     assert seen > 100  # the docstrings do use roles: the test is not vacuous
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    r = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
 
 
 def test_built_site_has_no_literal_roles(site):
