@@ -66,16 +66,20 @@ def test_integer_numpy_arrays_take_the_reference_dtype():
     assert check_targets(np.array([1] * 30), Xf).dtype == torch.float32
 
 
-def test_iterncgp_accepts_numpy_inputs_and_tensor_labels():
-    X, y, Xs = _data()
-    labels = torch.from_numpy((y > 0).astype(np.int64))
-    m = pn.gp.IterNCGP(
+def _classifier() -> pn.gp.IterNCGP:
+    return pn.gp.IterNCGP(
         _kernel(),
         likelihood=pn.likelihoods.Bernoulli(),
         policy=pn.policies.CG(),
         stopping=pn.stopping.MaxIterations(30),
         max_newton_steps=5,
-    ).fit(X, labels)
+    )
+
+
+def test_iterncgp_accepts_numpy_inputs_and_tensor_labels():
+    X, y, Xs = _data()
+    labels = torch.from_numpy((y > 0).astype(np.int64))
+    m = _classifier().fit(X, labels)
     post = m.posterior(Xs)
     assert post.mean.dtype == torch.float64 and post.mean.shape == (6,)
     p = m.predict_proba(torch.from_numpy(Xs))
@@ -127,12 +131,5 @@ def test_as_tensor_shares_memory_unless_it_must_copy():
 
 def test_iterncgp_accepts_numpy_labels_and_test_points():
     X, y, Xs = _data()
-    m = pn.gp.IterNCGP(
-        _kernel(),
-        likelihood=pn.likelihoods.Bernoulli(),
-        policy=pn.policies.CG(),
-        stopping=pn.stopping.MaxIterations(30),
-        max_newton_steps=5,
-    )
-    m.fit(X, (y > 0).astype(np.int64))
+    m = _classifier().fit(X, (y > 0).astype(np.int64))
     assert m.predict_proba(Xs).shape == (6,)
