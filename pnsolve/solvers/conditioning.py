@@ -9,8 +9,9 @@ With images ``Z = A S`` (the one product per iteration) and the current factors
     V ← [V, C B],  AV ← [AV, AC B],  x ← x + C B Bᵀ Sᵀ r,  r ← r − AC B Bᵀ Sᵀ r
 
 Under the inverse prior ``C`` is the ``A``-conjugated action (``d = s − L Lᵀ A s``).
-Keeping ``Vᵀ A V = I`` to rounding in floating point takes three safeguards, none of
-which costs a product in the normal course of a solve:
+Keeping ``Vᵀ A V = I`` to rounding in floating point takes three safeguards; only the
+second ever spends a product, and only on degenerate actions (a stalled residual past
+convergence, near-dependent custom actions), never on ordinary Krylov steps:
 
 1. **Two Gram–Schmidt passes** ("twice is enough", CGS2). One pass against a ``V``
    that is orthonormal only to ``δ`` leaves an error ``δ ‖Vᵀ z‖ / ‖C‖_A``, which
@@ -18,7 +19,7 @@ which costs a product in the normal course of a solve:
    second pass always computes its coefficients (one read of ``V``) and updates only
    with the rows above rounding level.
 2. **Image accuracy.** ``AC = z − AV (Vᵀ z)`` loses accuracy to cancellation; a
-   first-order bound on each stored image's error is kept, and when it exceeds
+   first-order estimate of each stored image's error is kept, and when it exceeds
    :func:`image_tolerance` while a fresh product would be clearly better, the images
    of the new directions are recomputed with one product (counted in ``products``).
 3. **Refinement** of blocks (replayed Krylov buffers, block policies) and of
@@ -38,7 +39,7 @@ import torch
 
 from ..beliefs.columns import ColumnBuffer
 from ..beliefs.priors import Prior
-from ..errors import NotPositiveDefiniteError
+from ..errors import MissingStructureError, NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 
 __all__ = ["Conditioner", "NonFiniteObservation", "Update"]
@@ -54,6 +55,14 @@ KAHAN_PARLETT_RATIO = 0.5
 #: times more tightly (on an ill-conditioned system in low precision a fresh product is
 #: no better than the recursion, and the product would be wasted).
 REDO_GAIN = 16.0
+
+
+def _norm_estimate(A: LinearOperator) -> float:
+    """``max |diag A|`` where the diagonal is structured (≥ ‖A‖/n for SPD ``A``), else 0."""
+    try:
+        return float(A.diagonal().abs().max())
+    except MissingStructureError:
+        return 0.0
 
 
 def image_tolerance(eps: float) -> float:
@@ -79,7 +88,7 @@ class Update:
 
     dx: torch.Tensor  # (n,) mean increment
     dr: torch.Tensor  # (n,) residual decrement
-    rank_added: int
+    rank_added: int  # 0: breakdown (every new direction dependent); dx = dr = 0 then
     products: int  # extra products with A (0 under the inverse prior unless images are redone)
     matvecs: int  # columns multiplied in those extra products
 
@@ -109,10 +118,12 @@ class Conditioner:
         self.T, self.W = (self.V, self.AV) if self.shares else (new(), new())
         self.eps = torch.finfo(A.dtype).eps
         self.sqrt_n = math.sqrt(n)
-        # per observed direction: a bound on ‖A v − stored image‖, i.e. what one unit of
-        # its coefficient adds to the error of a recursive image
+        # Per observed direction: a first-order estimate of ‖A v − stored image‖ in units
+        # of eps·‖A‖ (a length, like ‖v‖): what one unit of its coefficient adds to the
+        # error of a recursive image. Every rounding term is proportional to eps·‖A‖, so
+        # the estimates stay valid when the estimate of ‖A‖ below grows.
         self.weight = torch.zeros(0, dtype=A.dtype, device=A.device)
-        self.norm_A = 0.0  # running lower estimate of ‖A‖ from the observed images
+        self.norm_A = _norm_estimate(A)  # grown by every observed ‖A s‖ / ‖s‖
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Views ``(V, T, W)`` for a belief (``T is V`` and ``W is AV`` when shared)."""
@@ -131,13 +142,16 @@ class Conditioner:
     ) -> Update | None:
         """Condition on actions ``S`` with images ``Z = A S`` (both ``(n, m)``).
 
-        Returns ``None`` on breakdown (every new direction dependent on the observed
-        ones, or zero). Raises :class:`~pnsolve.NotPositiveDefiniteError` when the
-        curvature ``Cᵀ A C`` is clearly negative under the inverse prior.
+        Returns an :class:`Update` with ``rank_added = 0`` on breakdown (every new
+        direction dependent on the observed ones, or zero); its products are counted
+        either way. Raises :class:`~pnsolve.NotPositiveDefiniteError` when the curvature
+        ``Cᵀ A C`` is clearly negative under the inverse prior.
 
         ``allow_products=False`` (a product-free virtual run) never recomputes images: it
         drops the directions whose images it cannot trust.
         """
+        if S.ndim != 2 or S.shape != Z.shape or S.shape[1] == 0:
+            raise ValueError(f"condition needs (n, m) blocks with m ≥ 1, got {tuple(S.shape)}")
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
@@ -147,7 +161,7 @@ class Conditioner:
         s_norm = torch.linalg.vector_norm(S, dim=0)
         ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
         self.norm_A = max(self.norm_A, float(ratio.max()))
-        err = self.product_error(C)  # bound on ‖AC − A C‖
+        err = torch.linalg.vector_norm(C, dim=0)  # ‖AC − A C‖ / (eps ‖A‖): a fresh product
         if self.V.view().shape[1]:
             scale = prior_curv.sqrt()
             C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale)
@@ -180,19 +194,19 @@ class Conditioner:
                 f"has negative curvature {float(lam.min()) / float(d.max()) ** 2:.3e}",
                 iteration=iteration,
             )
+        products, matvecs = extra, extra * S.shape[1]
         keep = lam > band
         if not bool(keep.any()):
-            return None
+            return self._breakdown(r, products, matvecs)
         B = d[:, None] * Q[:, keep] * lam[keep].rsqrt()
         Vn, AVn, Tn, Wn = C @ B, AC @ B, Tn @ B, Wn @ B
         err = torch.linalg.vector_norm(B * err[:, None], dim=0)
-        products, matvecs = extra, extra * S.shape[1]
         # A recursive image that lost accuracy to cancellation, and that a fresh product
         # would compute clearly better, is untrusted: one product redoes the block's
         # images; a virtual run (no products) drops those directions instead.
-        fresh = self.product_error(Vn)
+        fresh = torch.linalg.vector_norm(Vn, dim=0)
         tol = image_tolerance(self.eps) * torch.linalg.vector_norm(AVn, dim=0)
-        untrusted = (err > tol) & (err > REDO_GAIN * fresh)
+        untrusted = (self.eps * self.norm_A * err > tol) & (err > REDO_GAIN * fresh)
         redo = self.shares and allow_products and bool(untrusted.any())
         if redo:
             AVn = self.A @ Vn
@@ -201,13 +215,13 @@ class Conditioner:
             products, matvecs = products + 1, matvecs + Vn.shape[1]
         elif not allow_products and bool(untrusted.any()):
             if bool(untrusted.all()):
-                return None
+                return self._breakdown(r, products, matvecs)
             Vn, AVn, Tn, Wn = (M[:, ~untrusted] for M in (Vn, AVn, Tn, Wn))
             err = err[~untrusted]
         if redo or Vn.shape[1] > 1:
-            refined = self._refine(Vn, AVn, Tn, Wn, err)
+            refined = self._refine(Vn, AVn, Tn, Wn, err, iteration)
             if refined is None:
-                return None
+                return self._breakdown(r, products, matvecs)
             Vn, AVn, Tn, Wn, err = refined
         g = Tn.mT @ r
         self.V.append(Vn)
@@ -224,11 +238,12 @@ class Conditioner:
             matvecs=matvecs,
         )
 
-    def product_error(self, X: torch.Tensor) -> torch.Tensor:
-        """Rounding bound ``eps ‖A‖ ‖x‖`` of a fresh product ``A x`` per column of ``X``."""
-        return self.eps * self.norm_A * torch.linalg.vector_norm(X, dim=0)
+    def _breakdown(self, r: torch.Tensor, products: int, matvecs: int) -> Update:
+        """No direction added (all dependent); the products spent are still counted."""
+        zero = torch.zeros_like(r)
+        return Update(dx=zero, dr=zero, rank_added=0, products=products, matvecs=matvecs)
 
-    def _refine(self, Vn, AVn, Tn, Wn, err):
+    def _refine(self, Vn, AVn, Tn, Wn, err, iteration):
         """Orthonormalise the new, already normalised directions a second time.
 
         A kept direction whose curvature ``λ`` (relative to the action's own) is small
@@ -243,7 +258,9 @@ class Conditioner:
         in the span of the others and is dropped (Kahan–Parlett's "twice is enough"
         test). No product with ``A``.
 
-        Returns ``None`` when every direction is dropped.
+        Returns ``None`` when every direction is dropped. Raises
+        :class:`~pnsolve.NotPositiveDefiniteError` under the inverse prior when a
+        direction's curvature (from recomputed images) is clearly negative.
         """
         if self.V.view().shape[1]:
             ones = Vn.new_ones(Vn.shape[1])
@@ -252,6 +269,13 @@ class Conditioner:
         H = Wn.mT @ Vn
         H = 0.5 * (H + H.mT)
         mu, P = torch.linalg.eigh(H)
+        if self.shares and float(mu.min()) < -10.0 * self.sqrt_n * self.eps * H.shape[0]:
+            raise NotPositiveDefiniteError(
+                f"A is not positive definite: the action at iteration {iteration} (0-based) "
+                f"has negative curvature (relative {float(mu.min()):.3e} after recomputing "
+                "its image)",
+                iteration=iteration,
+            )
         keep = mu > KAHAN_PARLETT_RATIO
         if not bool(keep.any()):
             return None

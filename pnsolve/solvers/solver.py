@@ -201,12 +201,12 @@ class ProbabilisticLinearSolver:
         try:
             update = run.condition(S, Z, state.residual, state.iteration)
         except NonFiniteObservation:
-            raise _non_finite(S, self.policy, state.iteration) from None
-        if update is None:
+            raise _non_finite(S, Z, self.policy, state.iteration) from None
+        if update.rank_added == 0:
             return _replace(
                 state,
-                products=state.products + 1,
-                matvecs=state.matvecs + S.shape[1],
+                products=state.products + 1 + update.products,
+                matvecs=state.matvecs + S.shape[1] + update.matvecs,
                 stop_reason=StopReason.BREAKDOWN,
             )
         mean = state.belief.mean + update.dx
@@ -233,8 +233,12 @@ class ProbabilisticLinearSolver:
         if S.shape[1] == 0:
             return state
         update = run.condition(S, Z, state.residual, 0, allow_products=False)
-        if update is None:
-            return state
+        if update.rank_added == 0:
+            return _replace(
+                state,
+                products=state.products + update.products,
+                matvecs=state.matvecs + update.matvecs,
+            )
         r = state.residual - update.dr
         V, T, W = run.factors()
         belief = GaussianSolutionBelief(
@@ -304,12 +308,18 @@ def _observe(A: LinearOperator, S: torch.Tensor, iteration: int) -> torch.Tensor
     return Z
 
 
-def _non_finite(S: torch.Tensor, policy: Policy, iteration: int) -> ValueError:
+def _non_finite(S: torch.Tensor, Z: torch.Tensor, policy: Policy, iteration: int) -> ValueError:
     """Name the culprit once the update has seen a non-finite action or product."""
     if not bool(torch.isfinite(S).all()):
         return ValueError(
             f"the action of {type(policy).__name__} at iteration {iteration} contains NaN "
             "or Inf values"
+        )
+    if bool(torch.isfinite(Z).all()):
+        return ValueError(
+            f"the curvature sᵀAs of the action of {type(policy).__name__} at iteration "
+            f"{iteration} overflowed (action norm {float(torch.linalg.vector_norm(S)):.1e}); "
+            "scale the actions"
         )
     return ValueError(
         f"the product A @ S at iteration {iteration} (0-based) produced NaN or Inf values"

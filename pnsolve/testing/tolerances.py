@@ -46,16 +46,17 @@ def krylov_tol(dtype: torch.dtype, cond: float = 1.0) -> float:
     return 1e3 * eps(dtype) * max(1.0, cond)
 
 
-def conjugacy_tol(dtype: torch.dtype, cond: float = 1.0) -> float:
+def conjugacy_tol(dtype: torch.dtype, cond: float = 1.0, n: int = 1) -> float:
     """Tolerance on ``‖Vᵀ A V − I‖_max`` for a solver's ``A``-orthonormal directions.
 
-    The solver keeps a recursive image ``A v`` while its relative error bound stays below
-    ``√eps`` (:func:`pnsolve.solvers.conditioning.image_tolerance`), and a fresh product
-    of a unit-``A``-norm direction carries ``eps · κ``; the factor 10 covers their
-    accumulation over a block. ``1.5e-7`` in float64 at moderate ``κ``.
+    The solver keeps a recursive image ``A v`` while its estimated relative error stays
+    below ``√eps`` (:func:`pnsolve.solvers.conditioning.image_tolerance`), and a fresh
+    product of a unit-``A``-norm direction of size ``n`` carries about ``eps · κ · √n``
+    (``‖A‖ ‖v‖ / ‖A v‖ ≤ κ``, rounding accumulated over ``n`` terms); the factor 10
+    covers their accumulation over a block. ``1.5e-7`` in float64 at moderate ``κ``.
     """
     e = eps(dtype)
-    return 10.0 * (math.sqrt(e) + 10.0 * e * max(1.0, cond))
+    return 10.0 * (math.sqrt(e) + 10.0 * e * max(1.0, cond) * math.sqrt(max(1, n)))
 
 
 def iterative_tol(dtype: torch.dtype) -> float:

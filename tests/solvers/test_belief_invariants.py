@@ -11,6 +11,8 @@ policies whose actions are nearly dependent on the previous one.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from hypothesis import given
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 import pnsolve as pn
 from pnsolve.krylov import KrylovBuffer
-from pnsolve.testing import conjugacy_tol
+from pnsolve.testing import CountingOperator, conjugacy_tol
 from pnsolve.testing.strategies import spd_problems
 
 F64, F32 = torch.float64, torch.float32
@@ -48,7 +50,7 @@ def _policy(name: str, tau: float) -> pn.policies.Policy:
 def _check_belief(belief, A_dense: torch.Tensor, cond: float, where: str) -> None:
     n = A_dense.shape[0]
     V = belief.V.to(F64)
-    tol = conjugacy_tol(belief.V.dtype, cond)
+    tol = conjugacy_tol(belief.V.dtype, cond, n)
     assert V.shape[1] <= n, f"{where}: rank {V.shape[1]} > n = {n}"
     if V.shape[1] == 0:
         return
@@ -148,3 +150,40 @@ def test_stalled_residual_does_not_add_the_same_direction_again(dtype):
     assert info.rank <= 40
     assert info.stop_reason is pn.StopReason.BREAKDOWN
     _check_belief(belief, A_dense, 1e3, "stalled")
+
+
+def _low_spectrum_problem(n: int, cond: float):
+    """``A`` with log-spaced eigenvalues and ``b`` in its three lowest eigenvectors.
+
+    Every early action lies near ``λ_min``, so the solver's running estimate of ``‖A‖``
+    from the observed ``‖A s‖ / ‖s‖`` starts ``κ`` times too small.
+    """
+    g = torch.Generator().manual_seed(0)
+    Q, _ = torch.linalg.qr(torch.randn(n, n, generator=g, dtype=F64))
+    A = (Q * torch.logspace(0, math.log10(cond), n, dtype=F64)) @ Q.T
+    return 0.5 * (A + A.T), Q[:, :3].sum(1)
+
+
+@pytest.mark.parametrize(("n", "cond"), [(20, 1e6), (40, 1e6), (40, 1e8)])
+def test_image_errors_are_judged_against_the_full_norm_of_A(n, cond):
+    # Image-error estimates scaled by a running ‖A‖ estimate were κ times too small
+    # here, so untrustworthy images were kept: ‖VᵀAV − I‖ reached 3.1e-6 (κ = 1e6) and
+    # 1.8e-3 (κ = 1e8). They are kept in units of eps·‖A‖ and the estimate of ‖A‖
+    # starts from the structured diagonal.
+    A, b = _low_spectrum_problem(n, cond)
+    solver = pn.ProbabilisticLinearSolver(_near_previous(1e-6), pn.stopping.MaxIterations(2 * n))
+    for state in solver.iterate(A, b):
+        _check_belief(state.belief, A, cond, f"it {state.iteration}")
+
+
+@pytest.mark.parametrize("prior", ["inverse", 1.0])
+def test_every_product_is_counted_also_on_breakdown(prior):
+    # A recomputed image followed by a breakdown, and the general prior's extra product
+    # on the breaking iteration, were missing from info.products.
+    A, b = _low_spectrum_problem(20, 1e8)
+    counted = CountingOperator(pn.linops.as_linop(A))
+    policy = _near_previous(1e-6) if prior == "inverse" else pn.policies.CG()
+    solver = pn.ProbabilisticLinearSolver(policy, pn.stopping.MaxIterations(40), prior=prior)
+    _, info = solver.solve(counted, b if prior == "inverse" else torch.ones(20, dtype=F64))
+    assert info.stop_reason is pn.StopReason.BREAKDOWN
+    assert info.products == counted.products
