@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import interleaved_medians, peak_rss_mb, print_table, ratio
 
 import pnsolve as pn
-from pnsolve.linops._kernel_backends.keops import keops_available
+from pnsolve.kernels.backends.keops import keops_available
 
 NOISE = 0.1
 

@@ -56,7 +56,7 @@ def throughputs(n: int, dtype: torch.dtype, rounds: int) -> dict[str, float]:
     array into a preallocated output, and ``exp_`` on a cache-resident tile-sized buffer."""
     X, v = _data(n, dtype)
     k = pn.kernels.RBF(lengthscale=0.3).requires_grad_(False)
-    K = pn.linops.KernelMatrix(k, X, backend="chunked")
+    K = pn.kernels.KernelMatrix(k, X, backend="chunked")
     big = torch.zeros(2**24, dtype=dtype)
     out = torch.empty_like(big)
     tile = torch.zeros(256 * 1024, dtype=dtype)
@@ -121,7 +121,7 @@ def full_matvec(n: int) -> None:
     X, v = _data(n, torch.float64)
     k = pn.kernels.RBF(lengthscale=0.3).requires_grad_(False)
     with torch.no_grad():
-        pn.linops.KernelMatrix(k, X, backend="chunked") @ v
+        pn.kernels.KernelMatrix(k, X, backend="chunked") @ v
 
 
 def row_slice(n: int, rows: int) -> None:
@@ -129,7 +129,7 @@ def row_slice(n: int, rows: int) -> None:
     X, v = _data(n, torch.float64)
     k = pn.kernels.RBF(lengthscale=0.3).requires_grad_(False)
     with torch.no_grad():
-        pn.linops.KernelMatrix(k, X[:rows], X, backend="chunked") @ v
+        pn.kernels.KernelMatrix(k, X[:rows], X, backend="chunked") @ v
 
 
 def _timed_peak(fn: functools.partial) -> tuple[float, float]:

@@ -23,7 +23,7 @@ from . import (
     stopping,
     testing,
 )
-from .errors import BreakdownError, MissingStructureError, NotPositiveDefiniteError
+from ._core.errors import BreakdownError, MissingStructureError, NotPositiveDefiniteError
 from .krylov import cg, lanczos
 from .solvers import (
     ProbabilisticLinearSolver,

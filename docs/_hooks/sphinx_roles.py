@@ -6,7 +6,7 @@ not understand them, so without this extension they appear literally on the site
 Before a docstring is parsed, every role is replaced by an *optional*
 mkdocs-autorefs reference::
 
-    <autoref identifier="pnsolve.linops.kernel_matrix.KernelMatrix" optional>
+    <autoref identifier="pnsolve.kernels.kernel_matrix.KernelMatrix" optional>
       <code>KernelMatrix</code></autoref>
 
 (on one line)

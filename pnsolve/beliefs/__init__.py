@@ -1,6 +1,6 @@
 """Beliefs about the solution of ``A x = b``: Gaussian, with a low-rank downdated covariance."""
 
-from .columns import ColumnBuffer
+from .._core.columns import ColumnBuffer
 from .covariance import DowndatedCovariance
 from .gaussian_solution import GaussianSolutionBelief
 from .priors import GaussianPrior, InversePrior, Prior, as_prior

@@ -22,7 +22,7 @@ class DowndatedCovariance(LinearOperator):
     Notes
     -----
     Products cost one product with ``Σ₀`` plus ``O(n i)``; under the inverse prior
-    ``Σ₀ = A⁻¹`` that is an inner solve (see :class:`~pnsolve.linops.Inverse`). The
+    ``Σ₀ = A⁻¹`` that is an inner solve (see :class:`~pnsolve.beliefs.Inverse`). The
     diagonal is available when ``Σ₀`` has a structured diagonal (e.g. ``σ² I``).
     """
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import check_generator, check_tensor
+from .._core.validation import check_generator, check_tensor
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
 from .covariance import DowndatedCovariance

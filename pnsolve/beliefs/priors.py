@@ -8,8 +8,8 @@ import math
 import torch
 
 from ..linops.base import LinearOperator
-from ..linops.inverse import Inverse
 from ..linops.scaled_identity import ScaledIdentity
+from .inverse import Inverse
 
 __all__ = ["GaussianPrior", "InversePrior", "Prior", "as_prior"]
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ._sampling import require_generator
 from .dataset import check_float_dtype
+from .sampling import require_generator
 
 __all__ = ["ClassificationData", "load_digits"]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ._kernel_formulas import stationary_kernel
-from ._sampling import require_generator, sample_gp_prior, standard_normal, uniform
 from .dataset import check_float_dtype
+from .kernel_formulas import stationary_kernel
+from .sampling import require_generator, sample_gp_prior, standard_normal, uniform
 
 __all__ = ["GPDraws", "gp_draws"]
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ._sampling import require_generator, standard_normal, uniform
 from .dataset import check_float_dtype
 from .gp_draws import _check_positive_int
+from .sampling import require_generator, standard_normal, uniform
 
 __all__ = ["GaussianMixtureClasses", "gaussian_mixture_classes"]
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ._kernel_formulas import stationary_kernel
-from ._sampling import require_generator, sample_gp_prior
 from .dataset import check_float_dtype
 from .gp_draws import _check_positive_int
+from .kernel_formulas import stationary_kernel
+from .sampling import require_generator, sample_gp_prior
 
 __all__ = ["PoissonCounts", "poisson_counts"]
 

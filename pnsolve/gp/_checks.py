@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from .._validation import check_finite, check_real_dtype
+from .._core.validation import check_finite, check_real_dtype
 
 __all__ = ["as_tensor", "check_inputs", "check_noise", "check_targets"]
 

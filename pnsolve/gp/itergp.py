@@ -8,8 +8,8 @@ import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..kernels.base import StationaryKernel
+from ..kernels.kernel_matrix import KernelMatrix
 from ..linops.base import LinearOperator
-from ..linops.kernel_matrix import KernelMatrix
 from ..linops.scaled_identity import ScaledIdentity
 from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
@@ -53,7 +53,7 @@ class IterGP(LoveCacheBuilder):
     mean
         Constant prior mean ``μ``.
     backend
-        :class:`~pnsolve.linops.KernelMatrix` backend: ``"auto"`` (default), ``"dense"``,
+        :class:`~pnsolve.kernels.KernelMatrix` backend: ``"auto"`` (default), ``"dense"``,
         ``"chunked"`` (matrix-free) or ``"keops"``.
     """
 

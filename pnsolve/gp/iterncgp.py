@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import torch
 
 from ..kernels.base import StationaryKernel
+from ..kernels.kernel_matrix import KernelMatrix
 from ..krylov.buffer import KrylovBuffer
 from ..likelihoods.base import Likelihood
 from ..likelihoods.gaussian import Gaussian
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
-from ..linops.kernel_matrix import KernelMatrix
 from ..linops.repeated_block import RepeatedBlockDiagonal
 from ..linops.sum import Sum
 from ..policies.base import Policy

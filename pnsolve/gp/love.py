@@ -20,10 +20,10 @@ import torch
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import InversePrior
 from ..kernels.base import StationaryKernel
-from ..krylov._checks import as_operand, as_square_operator
+from ..kernels.kernel_matrix import KernelMatrix
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
-from ..linops.kernel_matrix import KernelMatrix
+from ..linops.checks import as_operand, as_square_operator
 from ..linops.low_rank import LowRank
 
 __all__ = ["LoveCache"]

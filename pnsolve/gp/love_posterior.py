@@ -7,8 +7,8 @@ from collections.abc import Callable
 import torch
 
 from ..kernels.base import StationaryKernel
+from ..kernels.kernel_matrix import KernelMatrix
 from ..linops.base import LinearOperator
-from ..linops.kernel_matrix import KernelMatrix
 from ._checks import check_inputs
 from .love import LoveCache, default_probe
 from .love_sampling import lanczos_root, predictive_covariance

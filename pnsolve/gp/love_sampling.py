@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import NotPositiveDefiniteError
+from .._core.errors import NotPositiveDefiniteError
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from .._precision import attainable_rtol
-from .._validation import check_finite, check_tensor
+from .._core.precision import attainable_rtol
+from .._core.validation import check_finite, check_tensor
 from ..kernels.base import StationaryKernel
 from ..kernels.random_features import RandomFourierFeatures
 from ..krylov.conjugate_gradient import cg

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from .._validation import check_generator
+from .._core.validation import check_generator
 
 __all__ = ["GaussianPosterior"]
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import torch
 
-from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from .._core.validation import check_finite, check_same_device, check_same_dtype, check_tensor
 from .result import SolveResult
 from .system import KernelSystem
 

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import torch
 
-from .._validation import check_generator
-from ..errors import NotPositiveDefiniteError
+from .._core.errors import NotPositiveDefiniteError
+from .._core.validation import check_generator
 from ._common import (
     Normalised,
     Tracker,

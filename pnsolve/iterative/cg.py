@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import torch
 
-from .._validation import check_generator
-from ..errors import BreakdownError, NotPositiveDefiniteError
+from .._core.errors import BreakdownError, NotPositiveDefiniteError
+from .._core.validation import check_generator
 from ..preconditioners import PivotedCholesky
 from ._common import (
     Normalised,

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import torch
 
-from .._validation import check_generator
+from .._core.validation import check_generator
 from ._common import (
     Normalised,
     Tracker,

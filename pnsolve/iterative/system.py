@@ -6,12 +6,12 @@ import copy
 
 import torch
 
-from .._validation import check_same_device, check_same_dtype, check_tensor
+from .._core.validation import check_same_device, check_same_dtype, check_tensor
+from ..kernels.backends import choose_backend
+from ..kernels.backends.tiling import dense_block, tile_shape, tiled_matmat
 from ..kernels.base import StationaryKernel
-from ..linops._kernel_backends import choose_backend
-from ..linops._kernel_backends.tiling import dense_block, tile_shape, tiled_matmat
+from ..kernels.kernel_matrix import KernelMatrix
 from ..linops.base import LinearOperator
-from ..linops.kernel_matrix import KernelMatrix
 
 __all__ = ["KernelSystem"]
 
@@ -55,7 +55,7 @@ class KernelSystem:
         ``"chunked"`` (torch tiles, never an ``n × n`` object), ``"keops"`` (products
         through pykeops) or ``"auto"`` (dense when ``K`` needs at most 32 MiB, else
         keops on CUDA with pykeops, else chunked; the rule of
-        :class:`~pnsolve.linops.KernelMatrix`).
+        :class:`~pnsolve.kernels.KernelMatrix`).
 
     Raises
     ------

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from .._validation import (
+from .._core.validation import (
     check_finite,
     check_real_dtype,
     check_same_device,
@@ -18,7 +18,7 @@ from .._validation import (
 from ._distance import scaled_sqdist
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..linops.kernel_matrix import KernelMatrix
+    from .kernel_matrix import KernelMatrix
 
 __all__ = ["StationaryKernel", "inv_softplus", "softplus"]
 
@@ -227,7 +227,7 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         several times faster than the differentiable expression.
         """
         if self_index is None and not self._tracks_grad(X1, X2):
-            from ..linops._kernel_backends.tiling import dense_block
+            from .backends.tiling import dense_block
 
             return dense_block(self, X1, X2)
         Z1 = self.scale_inputs(X1)
@@ -259,8 +259,8 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         backend: str = "auto",
         **opts: Any,
     ) -> KernelMatrix:
-        """Matrix-free :class:`~pnsolve.linops.KernelMatrix` (see there for ``opts``)."""
-        from ..linops.kernel_matrix import KernelMatrix
+        """Matrix-free :class:`~pnsolve.kernels.KernelMatrix` (see there for ``opts``)."""
+        from .kernel_matrix import KernelMatrix
 
         return KernelMatrix(self, X1, X2, backend=backend, **opts)
 

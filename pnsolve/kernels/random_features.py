@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from .._validation import check_finite, check_same_device, check_tensor
+from .._core.validation import check_finite, check_same_device, check_tensor
 from .base import StationaryKernel
 
 __all__ = ["RandomFourierFeatures"]

@@ -24,18 +24,14 @@ Memory stays ``O(n (R + new iterations))``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
-from .._validation import check_finite
-from ..beliefs.columns import ColumnBuffer
+from .._core.columns import ColumnBuffer
+from .._core.validation import check_finite
 from ..linops.base import LinearOperator
+from ..linops.checks import as_square_operator
 from ..linops.sum import Sum
-from ._checks import as_operand, as_square_operator
-
-if TYPE_CHECKING:
-    from ..beliefs.gaussian_solution import GaussianSolutionBelief
 
 __all__ = ["KrylovBuffer"]
 
@@ -47,7 +43,7 @@ class KrylovBuffer:
     ----------
     K
         The fixed, expensive operator, shape ``(n, n)`` (e.g. a matrix-free
-        :class:`~pnsolve.linops.KernelMatrix`). The buffer belongs to this object:
+        :class:`~pnsolve.kernels.KernelMatrix`). The buffer belongs to this object:
         operators passed later must be ``K`` itself or a :class:`~pnsolve.linops.Sum`
         with ``K`` among its terms (``K + D_t``), of the same shape, dtype and device.
 
@@ -144,32 +140,6 @@ class KrylovBuffer:
             return Z
         return Z + D @ S
 
-    def virtual_run(self, A: object, b: object) -> GaussianSolutionBelief:
-        """The belief about ``A⁻¹ b`` after conditioning on every buffered action.
-
-        No product with ``K``: ``A S`` comes from :meth:`images_for`. The belief has
-        root ``V = S Q Λ^{-½}`` (``Sᵀ A S = Q Λ Qᵀ``, rounding-level directions dropped),
-        ``C₀ = V Vᵀ``, mean ``C₀ b``, under the inverse prior. Passing the buffer to a
-        solver as ``buffer=`` starts the solve from exactly this belief.
-
-        Parameters
-        ----------
-        A
-            ``K`` or ``K + D``, shape ``(n, n)``.
-        b
-            Right-hand side, shape ``(n,)``.
-        """
-        A = as_square_operator(A, "A")
-        b = as_operand(b, A, "b", allow_matrix=False)
-        self._shift(A)  # structure check
-        from ..policies.cg import CG
-        from ..solvers.solver import ProbabilisticLinearSolver
-        from ..stopping.criteria import MaxIterations
-
-        solver = ProbabilisticLinearSolver(CG(), MaxIterations(0))
-        belief, _ = solver.solve(A, b, buffer=_Frozen(self))
-        return belief
-
     def compress(self, rank: int, A: object | None = None) -> None:
         """Keep the ``rank`` re-weighted actions that retain the most variance reduction.
 
@@ -254,14 +224,3 @@ class KrylovBuffer:
 
     def __repr__(self) -> str:
         return f"KrylovBuffer(n={self.K.shape[0]}, size={self.size}, dtype={self.K.dtype})"
-
-
-class _Frozen:
-    """Read-only view of a buffer for :meth:`KrylovBuffer.virtual_run` (no recording)."""
-
-    def __init__(self, buffer: KrylovBuffer) -> None:
-        self.actions = buffer.actions
-        self._buffer = buffer
-
-    def images_for(self, A: LinearOperator) -> torch.Tensor:
-        return self._buffer.images_for(A)

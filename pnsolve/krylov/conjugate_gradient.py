@@ -8,16 +8,16 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..errors import NotPositiveDefiniteError
+from .._core.stop_reason import StopReason
 from ..linops.base import LinearOperator
-from ..solvers.stop_reason import StopReason
-from ._checks import (
+from ..linops.checks import (
     as_operand,
     as_preconditioner,
     as_square_operator,
     check_nonnegative,
     check_optional_count,
 )
+from .breakdown import check_preconditioner, curvature_failure
 from .cg_info import CGInfo
 
 __all__ = ["cg"]
@@ -203,7 +203,7 @@ def _cg(
     R = R[:, idx]
     Z = R if M is None else M.matmat(R)
     rz = torch.linalg.vecdot(R, Z, dim=0)
-    _check_preconditioner(M, rz, 0)
+    check_preconditioner(M, rz, 0)
     cols = _Columns(
         idx, X if aliased else X[:, idx], B[:, idx], R, Z.clone(), tol[idx], rz,
         rmax=rn[idx].clone(), best=torch.full_like(rz, math.inf),
@@ -216,7 +216,7 @@ def _cg(
         AP = count(A, cols.P)
         pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
         healthy = bool(((pAp > 0) & (pAp < math.inf)).all())
-        dead = None if healthy else _curvature_failure(pAp, cols.P, AP, it, cols.idx)
+        dead = None if healthy else curvature_failure(pAp, cols.P, AP, it, cols.idx)
         alpha = cols.rz / pAp if dead is None else torch.where(dead, 0.0, cols.rz / pAp)
         cols.X.addcmul_(cols.P, alpha)
         cols.R.addcmul_(AP, alpha, value=-1.0)
@@ -247,7 +247,7 @@ def _cg(
             break
         Z = cols.R if M is None else M.matmat(cols.R)
         rz = torch.linalg.vecdot(cols.R, Z, dim=0)
-        _check_preconditioner(M, rz, it)
+        check_preconditioner(M, rz, it)
         beta = torch.where(restart, 0.0, rz / cols.rz)
         cols.P.mul_(beta).add_(Z)
         cols.rz = rz
@@ -314,42 +314,6 @@ def _replace_residuals(
     cols.stalls = torch.where(restart, torch.where(improved, 0, cols.stalls + 1), cols.stalls)
     cols.best = torch.where(restart, torch.minimum(cols.best, rn), cols.best)
     return restart, cols.stalls >= 3
-
-
-def _curvature_failure(
-    pAp: torch.Tensor, P: torch.Tensor, AP: torch.Tensor, it: int, idx: torch.Tensor
-) -> torch.Tensor:
-    """Handle ``pᵀAp ≤ 0`` or non-finite: raise, or return the rounding-level columns.
-
-    ``pᵀAp`` of an SPD matrix computed in floating point is accurate to about
-    ``√n·eps·‖p‖‖Ap‖``; curvature within that band is rounding (no progress possible,
-    the column is frozen as broken down), clearly negative curvature means ``A`` is
-    not positive definite.
-    """
-    if not bool(torch.isfinite(pAp).all()):
-        raise ValueError(
-            f"the product A @ p at iteration {it} (0-based) produced NaN or Inf values; "
-            "check the operator A"
-        )
-    scale = torch.linalg.vector_norm(P, dim=0) * torch.linalg.vector_norm(AP, dim=0)
-    band = 10.0 * math.sqrt(P.shape[0]) * torch.finfo(P.dtype).eps * scale
-    nonpos = pAp <= 0
-    negative = nonpos & (pAp < -band)
-    if bool(negative.any()):
-        j = int(negative.nonzero()[0, 0])
-        raise NotPositiveDefiniteError(
-            f"A is not positive definite: negative curvature pᵀAp = {float(pAp[j]):.3e} "
-            f"at iteration {it} (0-based), column {int(idx[j])}",
-            iteration=it,
-        )
-    return nonpos
-
-
-def _check_preconditioner(M: LinearOperator | None, rz: torch.Tensor, it: int) -> None:
-    if M is not None and not bool((rz > 0).all()):
-        raise NotPositiveDefiniteError(
-            f"M is not positive definite: rᵀ M r ≤ 0 at iteration {it} (0-based)", iteration=it
-        )
 
 
 def _stop_reason(

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import as_operand, as_square_operator
+from ..linops.checks import as_operand, as_square_operator
 from .reorthogonalize import reorthogonalize
 
 __all__ = ["LanczosResult", "lanczos"]

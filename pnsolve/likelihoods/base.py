@@ -17,7 +17,7 @@ import abc
 
 import torch
 
-from .._validation import check_finite, check_generator, check_tensor
+from .._core.validation import check_finite, check_generator, check_tensor
 from ..linops.base import LinearOperator
 
 __all__ = ["Likelihood", "curvature_floor"]

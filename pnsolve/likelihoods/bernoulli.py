@@ -6,8 +6,8 @@ import math
 
 import torch
 
+from .._core.validation import check_binary_labels
 from ..linops.diagonal import Diagonal
-from ._targets import check_binary_labels
 from .base import Likelihood, curvature_floor
 
 __all__ = ["Bernoulli"]

@@ -6,8 +6,8 @@ import math
 
 import torch
 
+from .._core.validation import check_real_targets
 from ..linops.scaled_identity import ScaledIdentity
-from ._targets import check_real_targets
 from .base import Likelihood
 
 __all__ = ["Gaussian"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from .._core.validation import check_counts
 from ..linops.diagonal import Diagonal
-from ._targets import check_counts
 from .base import Likelihood, curvature_floor
 
 __all__ = ["Poisson"]

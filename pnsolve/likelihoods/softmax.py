@@ -6,9 +6,9 @@ import math
 
 import torch
 
+from .._core.validation import check_class_labels
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
-from ._targets import check_class_labels
 from .base import Likelihood
 from .softmax_hessian import SoftmaxHessian, SoftmaxHessianPinv
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_finite, check_tensor
+from .._core.validation import check_finite, check_tensor
 from ..linops.base import LinearOperator
 from .base import curvature_floor
 

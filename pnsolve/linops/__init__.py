@@ -3,8 +3,10 @@
 See :class:`LinearOperator` for the protocol. Concrete operators: :class:`Dense`,
 :class:`Diagonal`, :class:`ScaledIdentity`, :class:`LowRank`, :class:`Closure`,
 :class:`Sum`, :class:`Scaled`, :class:`Product`, :class:`BlockDiagonal` and the
-matrix-free :class:`KernelMatrix`. :func:`as_linop` wraps tensors, NumPy arrays and
-SciPy operators.
+:class:`RepeatedBlockDiagonal`. :func:`as_linop` wraps tensors, NumPy arrays and
+SciPy operators; :mod:`pnsolve.linops.checks` validates operators and operands for
+every solver. Kernel matrices (:class:`pnsolve.kernels.KernelMatrix`) live with the
+kernels.
 """
 
 from .base import LinearOperator
@@ -13,7 +15,6 @@ from .closure import Closure
 from .conversion import as_linop
 from .dense import Dense
 from .diagonal import Diagonal
-from .kernel_matrix import KernelMatrix
 from .low_rank import LowRank
 from .product import Product
 from .repeated_block import RepeatedBlockDiagonal
@@ -27,7 +28,6 @@ __all__ = [
     "Closure",
     "Dense",
     "Diagonal",
-    "KernelMatrix",
     "LinearOperator",
     "LowRank",
     "Product",

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .._validation import check_same_device, check_same_dtype, check_tensor
-from ..errors import MissingStructureError
+from .._core.errors import MissingStructureError
+from .._core.validation import check_same_device, check_same_dtype, check_tensor
 
 __all__ = ["LinearOperator", "RowIndex"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_finite, check_real_dtype
+from .._core.validation import check_finite, check_real_dtype
 from .base import LinearOperator
 from .closure import Closure
 from .dense import Dense

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_tensor
+from .._core.validation import check_tensor
 from .base import LinearOperator
 
 __all__ = ["Dense"]

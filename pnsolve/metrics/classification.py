@@ -12,12 +12,13 @@ import math
 
 import torch
 
-from .._validation import check_finite, check_tensor
-from ..likelihoods._targets import (
+from .._core.validation import (
     check_binary_labels,
     check_class_labels,
     check_counts,
+    check_finite,
     check_real_targets,
+    check_tensor,
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .._validation import check_finite, check_same_device, check_same_dtype, check_tensor
+from .._core.validation import check_finite, check_same_device, check_same_dtype, check_tensor
 from ..linops.base import LinearOperator
 from ._common import check_block_size, zero_action
 from .base import Policy

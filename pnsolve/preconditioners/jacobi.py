@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_finite
+from .._core.validation import check_finite
 from ..linops.base import LinearOperator
 from ._common import as_spd_operator
 

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .._validation import check_generator
+from .._core.validation import check_generator
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
 from ._common import as_spd_operator, check_rank

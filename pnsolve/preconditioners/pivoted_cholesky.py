@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import check_finite
-from ..errors import MissingStructureError
+from .._core.errors import MissingStructureError
+from .._core.validation import check_finite
 from ..linops.base import LinearOperator
 from ._common import as_spd_operator, check_rank
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validation import check_same_device, check_same_dtype, check_tensor
+from .._core.validation import check_same_device, check_same_dtype, check_tensor
 from ..linops import LinearOperator
 
 __all__ = ["LinearSystem"]

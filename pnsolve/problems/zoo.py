@@ -23,9 +23,9 @@ from typing import Literal
 
 import torch
 
-from ..datasets._kernel_formulas import KERNEL_NAMES, stationary_kernel
-from ..datasets._sampling import require_generator, standard_normal, uniform
 from ..datasets.dataset import check_float_dtype
+from ..datasets.kernel_formulas import KERNEL_NAMES, stationary_kernel
+from ..datasets.sampling import require_generator, standard_normal, uniform
 from ..linops import Dense
 from .linear_system import LinearSystem
 from .spectra import (

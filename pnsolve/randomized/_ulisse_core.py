@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..krylov.conjugate_gradient import _check_preconditioner, _curvature_failure
+from .._core.stop_reason import StopReason
+from ..krylov.breakdown import check_preconditioner, curvature_failure
 from ..linops.base import LinearOperator
-from ..solvers.stop_reason import StopReason
 from .ulisse_info import UlisseInfo
 
 __all__ = ["CONVERGED_FACTOR", "UlisseTrace", "ulisse_trace"]
@@ -122,7 +122,7 @@ def ulisse_trace(
         products, matvecs = products + 1, matvecs + idx.numel()
         pAp = torch.linalg.vecdot(Pa, APa, dim=0)
         healthy = bool(((pAp > 0) & torch.isfinite(pAp)).all())
-        dead = None if healthy else _curvature_failure(pAp, Pa, APa, it, idx)
+        dead = None if healthy else curvature_failure(pAp, Pa, APa, it, idx)
         step = rz[idx] / pAp if dead is None else torch.where(dead, 0.0, rz[idx] / pAp)
         delta = Pa * step  # the CG increment α_i p_i
         X[:, idx] += delta
@@ -152,7 +152,7 @@ def ulisse_trace(
             Rc = R[:, cont]
             Zc = Rc if M is None else M.matmat(Rc)
             rz_new = torch.linalg.vecdot(Rc, Zc, dim=0)
-            _check_preconditioner(M, rz_new, it)
+            check_preconditioner(M, rz_new, it)
             P[:, cont] = Zc + P[:, cont] * (rz_new / rz[cont])
             rz[cont] = rz_new
 

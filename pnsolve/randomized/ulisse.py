@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import torch
 
-from ..krylov._checks import (
+from ..linops.checks import (
     as_operand,
     as_preconditioner,
     as_square_operator,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..solvers.stop_reason import StopReason
+from .._core.stop_reason import StopReason
 
 __all__ = ["UlisseInfo"]
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..beliefs.columns import ColumnBuffer
+from .._core.columns import ColumnBuffer
+from .._core.errors import MissingStructureError, NotPositiveDefiniteError
 from ..beliefs.priors import Prior
-from ..errors import MissingStructureError, NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 
 __all__ = ["Conditioner", "NonFiniteObservation", "Update"]

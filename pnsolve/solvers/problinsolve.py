@@ -7,8 +7,8 @@ from collections.abc import Callable
 import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
-from ..krylov._checks import check_nonnegative, check_optional_count
 from ..linops.base import LinearOperator
+from ..linops.checks import check_nonnegative, check_optional_count
 from ..policies.base import Policy
 from ..stopping.criteria import MaxIterations, ResidualNorm
 from .solver import ProbabilisticLinearSolver
@@ -89,7 +89,7 @@ def problinsolve(
     rtol = check_nonnegative(rtol, "rtol")
     atol = check_nonnegative(atol, "atol")
     pol = _policy_from_name(policy, M)
-    from ..krylov._checks import as_square_operator
+    from ..linops.checks import as_square_operator
 
     A = as_square_operator(A, "A")
     if getattr(b, "ndim", 1) == 2:

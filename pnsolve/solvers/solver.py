@@ -6,17 +6,17 @@ from collections.abc import Iterator
 
 import torch
 
-from .._validation import check_finite, check_generator
+from .._core.stop_reason import StopReason
+from .._core.validation import check_finite, check_generator
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import Prior, as_prior
-from ..krylov._checks import as_operand, as_square_operator
 from ..linops.base import LinearOperator
+from ..linops.checks import as_operand, as_square_operator
 from ..linops.conversion import as_linop
 from ..policies.base import Policy
 from ..stopping.base import StoppingCriterion
 from .conditioning import Conditioner, NonFiniteObservation
 from .state import SolveInfo, SolverState
-from .stop_reason import StopReason
 
 __all__ = ["ProbabilisticLinearSolver"]
 

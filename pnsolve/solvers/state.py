@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.stop_reason import StopReason
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..linops.base import LinearOperator
-from .stop_reason import StopReason
 
 __all__ = ["SolveInfo", "SolverState"]
 

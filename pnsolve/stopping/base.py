@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
-from ..solvers.stop_reason import StopReason
+from .._core.stop_reason import StopReason
 
 if TYPE_CHECKING:
     from ..solvers.state import SolverState

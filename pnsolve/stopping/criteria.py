@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .._validation import check_tensor
-from ..solvers.stop_reason import StopReason
+from .._core.stop_reason import StopReason
+from .._core.validation import check_tensor
 from .base import StoppingCriterion
 
 if TYPE_CHECKING:

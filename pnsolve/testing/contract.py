@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import MissingStructureError
+from .._core.errors import MissingStructureError
 from ..linops.base import LinearOperator
 from .tolerances import exact_tol
 

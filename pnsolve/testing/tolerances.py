@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from .._precision import attainable_rtol
+from .._core.precision import attainable_rtol
 
 __all__ = [
     "conjugacy_tol",

@@ -22,7 +22,7 @@ def test_demo_prints_table_and_writes_plot(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_demo_preconditioning_helps_and_matches_cholesky() -> None:
-    from pnsolve.demo import run_demo
+    from pnsolve.cli.demo import run_demo
 
     rows, _ = run_demo(out="outputs/test-demo", echo=lambda *_: None)
     chol, cg, pcg = rows
@@ -71,7 +71,7 @@ def test_demo_prints_tradeoff_table_and_writes_plot(
 
 def test_tradeoff_rows_are_consistent(tmp_path: Path) -> None:
     import pnsolve as pn
-    from pnsolve.demo_tradeoff import run_tradeoff
+    from pnsolve.cli.demo_tradeoff import run_tradeoff
 
     ds = pn.datasets.load_uci("concrete", split=0)
     X, y = ds.X_train[:150], ds.y_train[:150]
@@ -113,7 +113,7 @@ def test_demo_prints_itergp_table_and_writes_band_plot(
 
 
 def test_itergp_demo_computational_variance_shrinks(tmp_path: Path) -> None:
-    from pnsolve.demo_itergp import run_itergp_demo
+    from pnsolve.cli.demo_itergp import run_itergp_demo
 
     rows, path = run_itergp_demo(
         out=tmp_path, n=120, budget=4, table_budgets=(1, 4, 120), echo=lambda *_: None

@@ -33,7 +33,7 @@ roles = _load_hook()
 @pytest.mark.parametrize(
     ("role", "shown", "identifier"),
     [
-        (":class:`~pnsolve.linops.KernelMatrix`", "KernelMatrix", "pnsolve.linops.KernelMatrix"),
+        (":class:`~pnsolve.kernels.KernelMatrix`", "KernelMatrix", "pnsolve.kernels.KernelMatrix"),
         (":func:`pnsolve.cg`", "pnsolve.cg", "pnsolve.cg"),
         (":meth:`~pnsolve.gp.IterGP.fit`", "fit", "pnsolve.gp.IterGP.fit"),
         (":py:attr:`var`", "var", "var"),
@@ -101,9 +101,9 @@ def test_built_site_has_no_literal_roles(site):
 
 def test_roles_link_to_rendered_api_objects(site):
     gp = (site / "api" / "gp" / "index.html").read_text(encoding="utf-8")
-    # :class:`~pnsolve.linops.KernelMatrix` -> a link to the linops page showing KernelMatrix
+    # :class:`~pnsolve.kernels.KernelMatrix` -> a link to the kernels page showing it
     assert re.search(
-        r'<a class="autorefs autorefs-internal"[^>]*href="../linops/#pnsolve\.linops\.'
+        r'<a class="autorefs autorefs-internal"[^>]*href="../kernels/#pnsolve\.kernels\.'
         r'KernelMatrix"[^>]*><code>KernelMatrix</code></a>',
         gp,
     )

@@ -83,7 +83,7 @@ def test_recycling_needs_fewer_kernel_products():
     X, y, lik = _data("bernoulli", n=150, seed=1)
     counts = {}
     for recycle in (False, True):
-        K = CountingOperator(pn.linops.KernelMatrix(_kernel(), X, backend="dense"))
+        K = CountingOperator(pn.kernels.KernelMatrix(_kernel(), X, backend="dense"))
         m = _model(lik, recycle=recycle).fit(X, y, K=K)
         counts[recycle] = K.products
         assert m.steps[-1].change <= 1e-10

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.linops._kernel_backends import tiling
+from pnsolve.kernels.backends import tiling
 from pnsolve.testing.tolerances import exact_tol
 
 F64 = torch.float64

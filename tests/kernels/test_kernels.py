@@ -149,5 +149,5 @@ def test_linop_returns_kernel_matrix():
     k = pn.kernels.RBF(lengthscale=0.5)
     X = _randn(7, 3)
     K = k.linop(X, backend="chunked")
-    assert isinstance(K, pn.linops.KernelMatrix) and K.backend == "chunked"
+    assert isinstance(K, pn.kernels.KernelMatrix) and K.backend == "chunked"
     assert K.shape == (7, 7) and K.is_symmetric and K.is_psd

@@ -58,7 +58,7 @@ def test_virtual_run_is_the_block_conditioning_and_needs_no_product_with_K():
     A2 = counting + pn.linops.Diagonal(d2)
     b = torch.randn(60, generator=_gen(3), dtype=F64)
     counting.reset()
-    belief = buf.virtual_run(A2, b)
+    belief = pn.solvers.virtual_run(buf, A2, b)
     assert counting.products == 0
     A2d = K + torch.diag(d2)
     C = S @ torch.linalg.solve(S.mT @ A2d @ S, S.mT)
@@ -79,7 +79,7 @@ def test_solve_with_buffer_starts_from_the_virtual_run():
     _cg_solver(6).solve(A, b, buffer=buf)
     A2 = Kop + pn.linops.Diagonal(0.5 * d)
     b2 = b + 0.1 * torch.randn(60, generator=_gen(5), dtype=F64)
-    ref = buf.virtual_run(A2, b2)
+    ref = pn.solvers.virtual_run(buf, A2, b2)
     state0 = next(iter(_cg_solver(3).iterate(A2, b2, buffer=buf)))
     assert state0.iteration == 0 and state0.products == 0
     torch.testing.assert_close(state0.belief.mean, ref.mean)
@@ -141,10 +141,10 @@ def test_compress_to_full_rank_keeps_the_belief_and_drops_dependent_actions():
     S = torch.cat([S, S[:, :2] @ torch.tensor([[1.0], [2.0]], dtype=F64)], dim=1)  # dependent
     buf.append(S, K @ S)
     b = torch.randn(50, generator=_gen(9), dtype=F64)
-    before = buf.virtual_run(A, b).inverse_approx.to_dense()
+    before = pn.solvers.virtual_run(buf, A, b).inverse_approx.to_dense()
     buf.compress(100, A)
     assert buf.size == 6  # the dependent direction is gone
-    after = buf.virtual_run(A, b).inverse_approx.to_dense()
+    after = pn.solvers.virtual_run(buf, A, b).inverse_approx.to_dense()
     torch.testing.assert_close(after, before, rtol=0, atol=1e-9 * float(before.abs().max()))
 
 
@@ -155,7 +155,7 @@ def test_recycled_policy_reproduces_the_virtual_run():
     S = torch.randn(40, 5, generator=_gen(10), dtype=F64)
     buf.append(S, K @ S)
     b = torch.randn(40, generator=_gen(11), dtype=F64)
-    ref = buf.virtual_run(A, b)
+    ref = pn.solvers.virtual_run(buf, A, b)
     solver = pn.ProbabilisticLinearSolver(
         pn.policies.Recycled(buf, block_size=2), pn.stopping.MaxIterations(3)
     )

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.errors import MissingStructureError
-from pnsolve.linops import KernelMatrix, ScaledIdentity
+from pnsolve._core.errors import MissingStructureError
+from pnsolve.kernels import KernelMatrix
+from pnsolve.linops import ScaledIdentity
 from pnsolve.testing.contract import LinearOperatorContract
 from pnsolve.testing.tolerances import exact_tol
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.linops import KernelMatrix
+from pnsolve.kernels import KernelMatrix
 from pnsolve.testing.tolerances import exact_tol
 
 F64 = torch.float64

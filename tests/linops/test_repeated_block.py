@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.linops import KernelMatrix, RepeatedBlockDiagonal
+from pnsolve.kernels import KernelMatrix
+from pnsolve.linops import RepeatedBlockDiagonal
 from pnsolve.testing import CountingOperator
 from pnsolve.testing.contract import LinearOperatorContract
 

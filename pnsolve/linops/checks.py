@@ -7,15 +7,15 @@ import math
 import numpy as np
 import torch
 
-from .._validation import (
+from .._core.validation import (
     check_finite,
     check_real_dtype,
     check_same_device,
     check_same_dtype,
     check_tensor,
 )
-from ..linops.base import LinearOperator
-from ..linops.conversion import as_linop
+from .base import LinearOperator
+from .conversion import as_linop
 
 __all__ = [
     "as_operand",

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ..base import StationaryKernel
 from .tiling import DEFAULT_MAX_MEMORY, tile_shape, tiled_matmat
 
 __all__ = ["ChunkedBackend"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from ._text import format_table
+from .text import format_table
 
 __all__ = ["TradeoffRow", "default_policies", "run_tradeoff"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ..base import StationaryKernel
 
 __all__ = ["KeOpsBackend", "import_lazy_tensor", "keops_available"]
 

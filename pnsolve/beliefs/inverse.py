@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import LinearOperator
+from ..linops.base import LinearOperator
 
 __all__ = ["Inverse"]
 

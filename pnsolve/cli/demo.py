@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from ._text import format_table
+from .text import format_table
 
 __all__ = ["DemoRow", "run_demo"]
 

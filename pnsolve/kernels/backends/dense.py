@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ..base import StationaryKernel
 
 __all__ = ["DenseBackend"]
 

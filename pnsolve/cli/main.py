@@ -144,7 +144,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="CG iterations of the plotted 1-d IterGP posterior (0: skip)",
     )
 
-    from .fit_cli import add_fit_parser
+    from .fit import add_fit_parser
 
     add_fit_parser(sub)
 
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0
         if args.command == "fit":
-            from .fit_cli import run_fit
+            from .fit import run_fit
 
             return run_fit(args)
         if args.command == "bench":
@@ -221,11 +221,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     parser.error(f"unknown command {args.command!r}")
     return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    # run the imported module's main, not this __main__ copy: fit_cli raises
-    # pnsolve.cli.UsageError, which must be the class main catches
-    from pnsolve.cli import main as _main
-
-    sys.exit(_main())

@@ -19,8 +19,8 @@ SGD_DEFAULT_BUDGET = 50.0
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``fit`` subcommand."""
-    from .cli import int_at_least, nonnegative_int, open_fraction, positive_float, positive_int
-    from .gp.training import ESTIMATORS, SOLVERS
+    from ..gp.training import ESTIMATORS, SOLVERS
+    from .main import int_at_least, nonnegative_int, open_fraction, positive_float, positive_int
 
     fit = sub.add_parser(
         "fit",
@@ -114,7 +114,7 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from .datasets import load_csv, load_uci
+    from ..datasets import load_csv, load_uci
 
     if args.data is not None:
         path = Path(args.data)
@@ -129,7 +129,7 @@ def _write_log(log, path: str) -> Path:
     import csv
     from dataclasses import asdict, fields
 
-    from .gp.training import StepRecord
+    from ..gp.training import StepRecord
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +149,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     Ctrl-C prints one line saying how many steps the checkpoint holds and returns 130.
     """
-    from .cli import EXIT_INTERRUPTED, UsageError
+    from .main import EXIT_INTERRUPTED, UsageError
 
     budget = args.epochs_budget
     if args.solver == "sgd" and budget is None and args.sgd_lr is None:
@@ -158,7 +158,7 @@ def run_fit(args: argparse.Namespace) -> int:
             f"note: SGD without --epochs-budget or --sgd-lr: using {budget:g} epochs per step "
             "(SGD to tolerance at the conservative default learning rate is very slow)"
         )
-    from .gp.training import TrainingConfig
+    from ..gp.training import TrainingConfig
 
     try:
         config = TrainingConfig(
@@ -189,7 +189,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def _saved_steps(checkpoint: str | None, steps: int) -> str:
     """Where an interrupted run stands: how many steps its checkpoint holds."""
-    from .gp.training import load_checkpoint
+    from ..gp.training import load_checkpoint
 
     if checkpoint is None:
         return "(no --checkpoint given: nothing saved, a new run starts over)"
@@ -206,8 +206,8 @@ def _saved_steps(checkpoint: str | None, steps: int) -> str:
 
 
 def _run(args: argparse.Namespace, config) -> int:
-    from .gp.training import predictive, train_hyperparameters
-    from .metrics import gaussian_log_likelihood, rmse
+    from ..gp.training import predictive, train_hyperparameters
+    from ..metrics import gaussian_log_likelihood, rmse
 
     ds = _load(args)
     X, y = ds.X_train, ds.y_train
@@ -285,7 +285,7 @@ def _run(args: argparse.Namespace, config) -> int:
     if args.log is not None:
         print(f"wrote {_write_log(result.log, args.log)}")
     if args.plot is not None:
-        from .plotting import plot_training
+        from ..plotting import plot_training
 
         out = plot_training(
             {f"{config.solver}/{config.estimator}": result.log},

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ..base import StationaryKernel
 
 __all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_TILE", "dense_block", "tile_shape", "tiled_matmat"]
 

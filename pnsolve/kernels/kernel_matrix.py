@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels.base import StationaryKernel
-from ._kernel_backends import ChunkedBackend, DenseBackend, KeOpsBackend, choose_backend
-from ._kernel_backends.tiling import DEFAULT_MAX_MEMORY
-from .base import LinearOperator
+from ..linops.base import LinearOperator
+from .backends import ChunkedBackend, DenseBackend, KeOpsBackend, choose_backend
+from .backends.tiling import DEFAULT_MAX_MEMORY
+from .base import StationaryKernel
 
 __all__ = ["KernelMatrix"]
 
@@ -153,6 +153,6 @@ class KernelMatrix(LinearOperator):
         """
         if not self.is_square:
             raise ValueError(f"add_diagonal needs a square operator, got shape {self.shape}")
-        from .scaled_identity import ScaledIdentity
+        from ..linops.scaled_identity import ScaledIdentity
 
         return self + ScaledIdentity(self.shape[0], noise, dtype=self.dtype, device=self.device)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ._text import format_table
+from .text import format_table
 
 __all__ = ["ItergpRow", "run_itergp_demo", "toy_data"]
 

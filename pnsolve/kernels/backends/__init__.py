@@ -1,4 +1,4 @@
-"""Private backends of :class:`pnsolve.linops.KernelMatrix` (one per file)."""
+"""Private backends of :class:`pnsolve.kernels.KernelMatrix` (one per file)."""
 
 from .auto import choose_backend
 from .chunked import ChunkedBackend
