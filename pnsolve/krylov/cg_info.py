@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 import torch
 
-from .._core.stop_reason import StopReason
+from .._core.info import IterationInfo
 
 __all__ = ["CGInfo"]
 
 
-@dataclass(frozen=True)
-class CGInfo:
+@dataclass(frozen=True, kw_only=True)
+class CGInfo(IterationInfo):
     """What a run of :func:`pnsolve.cg` did.
 
     Shapes below are for a right-hand side ``b`` of shape ``(n, k)``; for ``b`` of
@@ -54,16 +54,12 @@ class CGInfo:
         zero curvature at rounding level, i.e. no further progress possible).
     """
 
-    iterations: int
-    products: int
     matvecs: int
     true_residual_checks: int
-    residual_norms: torch.Tensor
     true_residual_norms: torch.Tensor
     tolerances: torch.Tensor
     column_iterations: torch.Tensor
     converged: torch.Tensor
-    stop_reason: StopReason
 
     @property
     def success(self) -> bool:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 import torch
 
-from .._core.stop_reason import StopReason
+from .._core.info import IterationInfo
 
 __all__ = ["UlisseInfo"]
 
 
-@dataclass(frozen=True)
-class UlisseInfo:
+@dataclass(frozen=True, kw_only=True)
+class UlisseInfo(IterationInfo):
     """What one run of :func:`~pnsolve.randomized.ulisse` did.
 
     Shapes below are for ``b`` of shape ``(n, k)`` and ``E`` estimates (``E = 2``
@@ -68,17 +68,13 @@ class UlisseInfo:
         truncated at least one estimate: the normal, unbiased outcome).
     """
 
-    iterations: int
-    products: int
     matvecs: int
     threshold_iterations: torch.Tensor
     roulette_steps: torch.Tensor
     weights: torch.Tensor
     by_roulette: torch.Tensor
     converged: torch.Tensor
-    residual_norms: torch.Tensor
     variance_estimates: torch.Tensor
-    stop_reason: StopReason
 
     @property
     def unbiased(self) -> bool:

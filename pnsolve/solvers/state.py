@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.info import IterationInfo
 from .._core.stop_reason import StopReason
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..linops.base import LinearOperator
@@ -80,8 +81,8 @@ class SolverState:
         return self.residual_norm / self.b_norm if float(self.b_norm) > 0 else self.residual_norm
 
 
-@dataclass(frozen=True, eq=False)
-class SolveInfo:
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SolveInfo(IterationInfo):
     """Summary of a finished probabilistic solve.
 
     Attributes
@@ -98,14 +99,10 @@ class SolveInfo:
         Rank of ``C_i`` (directions kept; dependent ones are dropped).
     """
 
-    iterations: int
-    products: int
     matvecs: int
-    stop_reason: StopReason
-    residual_norms: torch.Tensor
     rank: int
 
     @property
     def converged(self) -> bool:
-        """Whether the run stopped because the residual met its tolerance."""
-        return self.stop_reason in (StopReason.CONVERGED, StopReason.ZERO_RHS)
+        """Whether the run stopped because the residual met its tolerance (= ``success``)."""
+        return self.success
