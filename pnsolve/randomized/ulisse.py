@@ -30,7 +30,7 @@ def ulisse(
     x0: object = None,
     maxiter: int | None = None,
     M: object = None,
-    two_estimates: bool = False,
+    num_estimates: int | None = None,
 ) -> tuple[torch.Tensor, UlisseInfo]:
     r"""Unbiased estimate of ``A⁻¹b`` by CG with randomized truncation (Filippone & Engler, §4).
 
@@ -74,18 +74,21 @@ def ulisse(
     M
         Preconditioner approximating ``A⁻¹`` (as in :func:`pnsolve.cg`); the threshold
         is still on the unpreconditioned residual.
-    two_estimates
-        Also track a second estimate with independent roulette draws along the *same*
-        CG run (paper §4.1): ``x[0]`` and ``x[1]`` are independent given ``A, b``, so
-        ``x[0]ᵀ B x[1]`` is an unbiased estimate of the quadratic form
-        ``(A⁻¹b)ᵀ B (A⁻¹b)`` (e.g. ``yᵀK⁻¹ ∂K K⁻¹y`` in a GP gradient), whereas the
-        plug-in ``x̃ᵀ B x̃`` is biased by ``tr(B Cov x̃)``. CG runs until both are done.
+    num_estimates
+        ``None`` (default): one estimate, shaped like ``b``. An int ``E ≥ 1``: ``E``
+        estimates with independent roulette draws along the *same* CG run (paper
+        §4.1), stacked as ``x[0], …, x[E−1]`` (shape ``(E, *b.shape)``, also for
+        ``E = 1``: the shape follows the argument's type, as NumPy's ``size``). They
+        are independent given ``A, b``, so ``x[0]ᵀ B x[1]`` is an unbiased estimate of
+        the quadratic form ``(A⁻¹b)ᵀ B (A⁻¹b)`` (e.g. ``yᵀK⁻¹ ∂K K⁻¹y`` in a GP
+        gradient), whereas the plug-in ``x̃ᵀ B x̃`` is biased by ``tr(B Cov x̃)``. CG
+        runs until every estimate is done.
 
     Returns
     -------
     x : torch.Tensor
-        The estimate, shape of ``b``; with ``two_estimates=True`` shape
-        ``(2, *b.shape)`` (unpack as ``x1, x2 = x``). Dtype and device of ``b``.
+        The estimate(s): shape of ``b``, or ``(num_estimates, *b.shape)`` when
+        ``num_estimates`` is given. Dtype and device of ``b``.
     info : UlisseInfo
         Step counts (to the threshold, after it), products, the weights applied,
         truncation by roulette or convergence, a variance estimate, stop reason.
@@ -125,20 +128,24 @@ def ulisse(
     A, b, x0, alpha, beta, maxiter, M = validate_ulisse_arguments(
         A, b, x0, alpha, beta, generator, maxiter, M
     )
-    if not isinstance(two_estimates, bool):
-        raise TypeError(f"two_estimates must be a bool, got {type(two_estimates).__name__}")
+    if num_estimates is not None and (
+        isinstance(num_estimates, bool) or not isinstance(num_estimates, int)
+    ):
+        raise TypeError(f"num_estimates must be None or an int, got {type(num_estimates).__name__}")
+    if num_estimates is not None and num_estimates < 1:
+        raise ValueError(f"num_estimates must be at least 1, got {num_estimates}")
     vector = b.ndim == 1
     B = b.unsqueeze(-1) if vector else b
     X0 = None if x0 is None else x0.reshape(B.shape)
     with torch.no_grad():
         trace = ulisse_trace(
             A, B, X0, alpha=alpha, beta=beta, generator=generator, maxiter=maxiter, M=M,
-            n_estimates=2 if two_estimates else 1,
+            n_estimates=1 if num_estimates is None else num_estimates,
         )  # fmt: skip
     x, info = trace.estimates, trace.info
     if vector:
         x, info = x.squeeze(-1), _squeeze(info, -1, per_column=True)
-    if not two_estimates:
+    if num_estimates is None:
         x, info = x.squeeze(0), _squeeze(info, 0, per_column=False)
     return x, info
 

@@ -15,10 +15,10 @@ __all__ = ["UlisseInfo"]
 class UlisseInfo(IterationInfo):
     """What one run of :func:`~pnsolve.randomized.ulisse` did.
 
-    Shapes below are for ``b`` of shape ``(n, k)`` and ``E`` estimates (``E = 2``
-    with ``two_estimates=True``, else ``E = 1``). For ``b`` of shape ``(n,)`` the
-    column dimension ``k`` is dropped, and with ``E = 1`` the estimate dimension is
-    dropped, exactly as for ``x`` (so a plain call has 0-d per-column fields).
+    Shapes below are for ``b`` of shape ``(n, k)`` and ``E = num_estimates`` estimates.
+    For ``b`` of shape ``(n,)`` the column dimension ``k`` is dropped, and without
+    ``num_estimates`` the estimate dimension is dropped, exactly as for ``x`` (so a
+    plain call has 0-d per-column fields).
 
     Attributes
     ----------

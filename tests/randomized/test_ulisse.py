@@ -85,7 +85,7 @@ def test_estimate_is_threshold_iterate_plus_weighted_increments():
 
 def test_reproducible_with_same_seed():
     pr = _problem(num_rhs=5)
-    kw = {"alpha": 0.1 * float(pr.b.norm(dim=0).min()), "beta": 0.1, "two_estimates": True}
+    kw = {"alpha": 0.1 * float(pr.b.norm(dim=0).min()), "beta": 0.1, "num_estimates": 2}
     x1, i1 = pn.randomized.ulisse(pr.A, pr.b, generator=_gen(7), **kw)
     x2, i2 = pn.randomized.ulisse(pr.A, pr.b, generator=_gen(7), **kw)
     assert torch.equal(x1, x2) and torch.equal(i1.roulette_steps, i2.roulette_steps)
@@ -126,17 +126,17 @@ def test_batched_columns_and_shapes():
     assert info.threshold_iterations.shape == (4,)
     assert info.residual_norms.shape == (info.iterations + 1, 4)
     x2, info2 = pn.randomized.ulisse(
-        pr.A, pr.b, alpha=1.0, beta=0.3, generator=_gen(), two_estimates=True
+        pr.A, pr.b, alpha=1.0, beta=0.3, generator=_gen(), num_estimates=2
     )
     assert x2.shape == (2, pr.n, 4) and info2.roulette_steps.shape == (2, 4)
 
 
-def test_two_estimates_share_one_cg_run():
+def test_estimates_share_one_cg_run():
     pr = _slow_problem()
     alpha = 0.1 * float(pr.b.norm())
     A = CountingOperator(pr.A)
     x, info = pn.randomized.ulisse(
-        A, pr.b, alpha=alpha, beta=0.05, generator=_gen(2), two_estimates=True
+        A, pr.b, alpha=alpha, beta=0.05, generator=_gen(2), num_estimates=2
     )
     assert x.shape == (2, pr.n)
     l = int(info.threshold_iterations)
@@ -251,7 +251,8 @@ def test_not_positive_definite():
         ({"beta": float("inf")}, ValueError, "beta"),
         ({"maxiter": -1}, ValueError, "maxiter"),
         ({"maxiter": 2.5}, TypeError, "maxiter"),
-        ({"two_estimates": 1}, TypeError, "two_estimates"),
+        ({"num_estimates": 1.5}, TypeError, "num_estimates"),
+        ({"num_estimates": 0}, ValueError, "num_estimates"),
         ({"b": torch.ones(7, dtype=F64)}, ValueError, "b"),
         ({"b": torch.ones(6, 2, 1, dtype=F64)}, ValueError, "b"),
         ({"b": torch.tensor([1.0, float("nan"), 0, 0, 0, 0], dtype=F64)}, ValueError, "b"),
@@ -276,3 +277,20 @@ def test_bad_input_names_argument(kwargs, exc, name):
     A, b = args.pop("A"), args.pop("b")
     with pytest.raises(exc, match=name):
         pn.randomized.ulisse(A, b, **args)
+
+
+@pytest.mark.parametrize("num_estimates", [None, 1, 3])
+@pytest.mark.parametrize("shape", [(12,), (12, 2)])
+def test_output_shape_follows_num_estimates(num_estimates, shape):
+    # one rule: None → b's shape; an int E → (E, *b.shape), also for E = 1
+    A = torch.diag(torch.linspace(1.0, 3.0, 12, dtype=torch.float64))
+    b = torch.ones(*shape, dtype=torch.float64)
+    x, info = pn.randomized.ulisse(
+        A, b, alpha=0.5, beta=0.5, generator=_gen(), num_estimates=num_estimates
+    )
+    expected = shape if num_estimates is None else (num_estimates, *shape)
+    assert x.shape == expected
+    per_run = list(expected)
+    del per_run[0 if num_estimates is None else 1]  # drop n: one value per estimate, column
+    assert tuple(info.variance_estimates.shape) == tuple(per_run)
+    assert tuple(info.converged.shape) == tuple(per_run)

@@ -54,7 +54,7 @@ def draws(request) -> Draws:
     alpha = q * float(pr.b.norm())
     B = pr.b[:, None].expand(N, N_DRAWS).contiguous()
     g = torch.Generator().manual_seed(2024)
-    x, info = pn.randomized.ulisse(pr.A, B, alpha=alpha, beta=beta, generator=g, two_estimates=True)
+    x, info = pn.randomized.ulisse(pr.A, B, alpha=alpha, beta=beta, generator=g, num_estimates=2)
     assert info.unbiased and info.stop_reason is pn.StopReason.TRUNCATED
     return Draws(x, info, pr.x_true, pr, alpha, beta)
 
