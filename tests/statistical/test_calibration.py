@@ -37,6 +37,7 @@ NON_ADAPTIVE = {
 }
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("prior", ["inverse", SIGMA2])
 @pytest.mark.parametrize("name", sorted(NON_ADAPTIVE))
 def test_non_adaptive_policies_are_calibrated(name, prior):
@@ -47,6 +48,7 @@ def test_non_adaptive_policies_are_calibrated(name, prior):
     assert abs(result.z) <= statistical_threshold(FALSE_ALARM), (result.mean, result.rank)
 
 
+@pytest.mark.statistical
 def test_cg_with_inverse_prior_is_detected_as_miscalibrated():
     result = whitened_error_statistics(
         _A(), pn.policies.CG(), "inverse", ITERATIONS, DRAWS, torch.Generator().manual_seed(11)
@@ -56,3 +58,36 @@ def test_cg_with_inverse_prior_is_detected_as_miscalibrated():
     # the covariance claims)
     assert result.z < -statistical_threshold(FALSE_ALARM)
     assert result.ratio < 1
+
+
+@pytest.mark.statistical
+def test_the_statistic_uses_the_known_rank_of_the_covariance():
+    # n = 130, 30 random actions on an ill-conditioned system: Σ_i has rank exactly 100.
+    # Thresholding its eigenvalues (relative to the largest, at κ·eps) counted 75 here
+    # (and 105 on another reported case, z = −3.6); the known rank n − i is exact.
+    A = make_problem("exponential", 130, generator=torch.Generator().manual_seed(1), cond=1e8).A
+    result = whitened_error_statistics(
+        A, pn.policies.Random(), "inverse", 30, 100, torch.Generator().manual_seed(5)
+    )
+    assert result.rank == 100
+    assert abs(result.z) <= statistical_threshold(FALSE_ALARM), result.z
+    assert result.null_error <= 1e-6
+
+
+def test_converged_solves_leave_no_degrees_of_freedom_and_do_not_raise():
+    # CG on a matrix with 4 distinct eigenvalues converges in 4 steps (draws may stop at
+    # different iterations); n unit vectors leave Σ_n = 0. Neither raises; with r = 0 the
+    # check is the error outside range Σ_i, which must be rounding. (Thresholding counted
+    # rank 12 instead of ≥ 16 here, z = −11: a false alarm.)
+    A = make_problem(
+        "clustered", N, generator=torch.Generator().manual_seed(2), clusters=[1.0, 0.5, 0.2, 0.1]
+    ).A
+    cg = whitened_error_statistics(
+        A, pn.policies.CG(), "inverse", N, 20, torch.Generator().manual_seed(3)
+    )
+    assert bool((cg.ranks >= N - 4).all()) and cg.null_error <= 1e-8
+    full = whitened_error_statistics(
+        _A(), pn.policies.UnitVector(), "inverse", N, 10, torch.Generator().manual_seed(4)
+    )
+    assert full.rank == 0 and full.z == 0.0 and full.ratio == 1.0
+    assert full.null_error <= 1e-8
