@@ -75,17 +75,24 @@ def test_the_statistic_uses_the_known_rank_of_the_covariance():
 
 
 def test_converged_solves_leave_no_degrees_of_freedom_and_do_not_raise():
-    # CG on a matrix with 4 distinct eigenvalues converges in 4 steps (draws may stop at
-    # different iterations); n unit vectors leave Σ_n = 0. Neither raises; with r = 0 the
-    # check is the error outside range Σ_i, which must be rounding. (Thresholding counted
-    # rank 12 instead of ≥ 16 here, z = −11: a false alarm.)
+    # CG on a matrix with 4 distinct eigenvalues converges in 4 steps and then adds
+    # rounding-level directions until it breaks down (draws may stop at different
+    # iterations); n unit vectors leave Σ_n = 0. Neither raises; the rank is the known
+    # n − rank C_i of each draw; with r = 0 the check is the error outside range Σ_i,
+    # which must be rounding.
     A = make_problem(
         "clustered", N, generator=torch.Generator().manual_seed(2), clusters=[1.0, 0.5, 0.2, 0.1]
     ).A
+    solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(N))
     cg = whitened_error_statistics(
         A, pn.policies.CG(), "inverse", N, 20, torch.Generator().manual_seed(3)
     )
-    assert bool((cg.ranks >= N - 4).all()) and cg.null_error <= 1e-8
+    g = torch.Generator().manual_seed(3)
+    lam, Q = torch.linalg.eigh(A.to_dense())
+    x = (Q * lam.rsqrt()) @ torch.randn(N, generator=g, dtype=lam.dtype)
+    first = solver.solve(A, A @ x, generator=g)[0]
+    assert int(cg.ranks[0]) == N - first.rank and bool((cg.ranks <= N - 4).all())
+    assert cg.null_error <= 1e-8
     full = whitened_error_statistics(
         _A(), pn.policies.UnitVector(), "inverse", N, 10, torch.Generator().manual_seed(4)
     )
