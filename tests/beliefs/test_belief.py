@@ -169,6 +169,7 @@ def test_inverse_prior_samples_satisfy_the_observations():
     assert _rel(lhs, rhs) <= krylov_tol(F64, COND)
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("prior", PRIORS)
 def test_samples_have_the_belief_mean_and_covariance(prior):
     """Whitened samples are i.i.d. N(0, I) on the range of Σ_i and vanish off it.

@@ -105,6 +105,7 @@ def test_generator_must_be_explicit():
         RandomFourierFeatures(pn.kernels.RBF(ard_dims=3), 10, 2, generator=_gen(0))
 
 
+@pytest.mark.statistical
 def test_matern_base_frequencies_are_student_t():
     # Student-t with 2ν = 3 degrees of freedom: its 4th moment is infinite, so compare the
     # median of |ω| (a robust statistic) with the exact one, t_3.ppf(0.75). Standard error of

@@ -39,6 +39,7 @@ def _z_bound(sd: torch.Tensor, t: int) -> torch.Tensor:
     return statistical_threshold(FALSE_ALARM / t) * sd / math.sqrt(S)
 
 
+@pytest.mark.statistical
 def test_poisson_mc_matches_lognormal_mean():
     m, v = _marginals(0, 0.5)
     lik = Poisson()
@@ -50,6 +51,7 @@ def test_poisson_mc_matches_lognormal_mean():
     assert bool(((mc - exact).abs() <= _z_bound(sd, T)).all())
 
 
+@pytest.mark.statistical
 def test_probit_link_mc_matches_exact_probability():
     m, v = _marginals(2, 2.0)
     lik = Bernoulli("probit")
@@ -60,6 +62,7 @@ def test_probit_link_mc_matches_exact_probability():
     assert bool(((mc - exact).abs() <= _z_bound(sd, T)).all())
 
 
+@pytest.mark.statistical
 def test_mackay_logit_is_close_to_mc():
     m, v = _marginals(4, 1.0)
     lik = Bernoulli("logit")

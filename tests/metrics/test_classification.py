@@ -69,6 +69,7 @@ def _calibration_bound(conf: torch.Tensor) -> float:
     return statistical_threshold(FALSE_ALARM / BINS) * float(var.sqrt().sum()) / conf.numel()
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("num_classes", [2, 5])
 def test_ece_of_calibrated_predictions_is_small_and_overconfident_is_not(num_classes):
     g = torch.Generator().manual_seed(num_classes)

@@ -68,6 +68,7 @@ def _directions() -> torch.Tensor:
     return D / D.norm(dim=0)
 
 
+@pytest.mark.statistical
 def test_mean_is_unbiased(draws: Draws):
     D = _directions()
     z = torch.cat([_z(D.T @ draws.x[e], D.T @ draws.truth) for e in range(2)])  # 12 z-scores
@@ -75,6 +76,7 @@ def test_mean_is_unbiased(draws: Draws):
     assert float(z.abs().max()) <= threshold, z
 
 
+@pytest.mark.statistical
 def test_quadratic_forms_from_two_estimates_are_unbiased(draws: Draws):
     x1, x2, xs = draws.x[0], draws.x[1], draws.truth
     S = torch.randn(N, N, generator=torch.Generator().manual_seed(12), dtype=F64)
@@ -86,6 +88,7 @@ def test_quadratic_forms_from_two_estimates_are_unbiased(draws: Draws):
     assert float(z.abs().max()) <= statistical_threshold(FALSE_ALARM / 3), z
 
 
+@pytest.mark.statistical
 def test_power_biased_estimators_are_detected(draws: Draws):
     """The same z-test flags the plug-in ``x̃ᵀx̃`` and the unweighted truncated CG iterate."""
     x1, xs = draws.x[0], draws.truth
@@ -108,6 +111,7 @@ def _cg_error_norms(pr: pn.problems.LinearSystem, steps: int) -> torch.Tensor:
     return torch.tensor(errors, dtype=F64)
 
 
+@pytest.mark.statistical
 def test_variance_estimate_and_closed_form_agree_with_sample(draws: Draws):
     """One-run estimates ``v̂`` and ``ulisse_variance`` match ``E‖x̃ − x*‖²``."""
     err2 = (draws.x - draws.truth[:, None]).square().sum(1)  # (2, N) squared errors
@@ -119,6 +123,7 @@ def test_variance_estimate_and_closed_form_agree_with_sample(draws: Draws):
     assert float(z.abs().max()) <= statistical_threshold(FALSE_ALARM / 4), z
 
 
+@pytest.mark.statistical
 def test_roulette_step_counts_follow_the_weights(draws: Draws):
     """``P(J ≥ j) = 1/W_j = exp(−β j(j+1)/2)``, capped where CG converges."""
     pr, beta = draws.problem, draws.beta
