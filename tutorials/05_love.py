@@ -127,7 +127,8 @@ for name, cols in views.items():
 # divided by the variance of the test targets) and the largest relative error. As
 # `v_k ≥ v`, the absolute error *is* the computational variance, so SMAE is just its
 # mean on the scale of the data. `gp.posterior(Xs, method="love", rank=k)` builds a
-# fresh cache with the default probe each time.
+# fresh cache with the default probe each time, for that call only: the posterior hands
+# it back as `post.love_cache` and the model is never modified.
 
 # %%
 ranks = (5, 10, 25, 50, 100) if SMOKE else (5, 10, 25, 50, 100, 200)
@@ -219,7 +220,7 @@ for label, probe in probes.items():
 # sides also evaluate the `t × n` cross-covariance `k(Xs, X)` (needed for the mean
 # too); those `exp`-bound kernel evaluations are common to both and bound the
 # end-to-end gain. `gp.build_love_cache(rank, Xs=...)` builds a cache to reuse across
-# `posterior(Xs, method="love", cache=cache)` calls.
+# `posterior(Xs, method="love", cache=cache)` calls (the model does not keep it).
 #
 # A larger synthetic problem: a GP draw (RBF, lengthscale 0.5, noise 0.1) at `n`
 # uniform points in `[0, 1]³`, predictions at `t` further uniform points. Timings
@@ -308,7 +309,10 @@ for name in models:
 # `C_k = R Rᵀ`. Running the probabilistic linear solver with the CG policy for `k`
 # iterations on `K̂ x = b` gives the same belief — Lanczos and CG explore the same
 # Krylov space. We check this on the three-input view (`gp.A` is the model's `K̂` as an
-# operator, `.to_dense()` forms the `n × n` matrices, fine at this size).
+# operator, `.to_dense()` forms the `n × n` matrices, fine at this size). That is why
+# LOVE's posterior is computed by the same function as IterGP's (`belief_posterior`,
+# with the cache's root `R` in place of the solver's), and why `cache.buffer()` can
+# hand the Lanczos vectors to a solver as a `KrylovBuffer` (actions `Q`, images `K̂ Q`).
 
 # %%
 k_bel = 10 if SMOKE else 25

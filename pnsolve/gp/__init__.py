@@ -3,7 +3,8 @@
 :class:`ExactGP` (Cholesky reference), :class:`IterGP` (computation-aware posterior from a
 probabilistic solve), :func:`~pnsolve.gp.pathwise.sample_posterior` (pathwise posterior
 function samples from one batched solve), LOVE (:class:`LoveCache`, exact and
-iterative GPs' ``posterior(..., method="love")``), :func:`fit_exact_hyperparameters`
+iterative GPs' ``posterior(..., method="love")``: the belief posterior of the cache, as
+IterGP's is of its solve; posteriors are pure queries), :func:`fit_exact_hyperparameters`
 (type-II maximum likelihood by Cholesky, the reference fit), marginal-likelihood
 gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwise) and
 iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
@@ -12,7 +13,7 @@ iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .itergp import IterGP
-from .iterncgp import IterNCGP, NewtonStep
+from .iterncgp import IterNCGP, LaplaceState, NewtonStep, NewtonStopReason
 from .love import LoveCache
 from .mll_estimators import (
     ExactEstimator,
@@ -32,8 +33,10 @@ __all__ = [
     "GradientEstimator",
     "IterGP",
     "IterNCGP",
+    "LaplaceState",
     "LoveCache",
     "NewtonStep",
+    "NewtonStopReason",
     "PathwiseEstimator",
     "PathwiseSamples",
     "StandardEstimator",

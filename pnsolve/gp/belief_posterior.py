@@ -1,4 +1,4 @@
-"""GP posteriors from a solver belief over representer weights (IterGP, IterNCGP)."""
+"""GP posteriors from a solver belief over representer weights (IterGP, IterNCGP, LOVE)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import torch
 
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
+from .love import LoveCache
+from .love_sampling import sampling_root
 from .posterior import GaussianPosterior
 
 __all__ = ["belief_posterior", "exact_variance"]
@@ -51,17 +53,22 @@ def belief_posterior(
     prior_var: torch.Tensor,
     prior_cov: Callable[[], torch.Tensor],
     weights: torch.Tensor,
-    V: torch.Tensor,
     offset: float,
     A: LinearOperator,
+    V: torch.Tensor | None = None,
     num_latent: int = 1,
     projector: LinearOperator | None = None,
+    math_var: Callable[[], torch.Tensor] | None = None,
+    cache: LoveCache | None = None,
+    prior_operator: Callable[[], LinearOperator] | None = None,
 ) -> GaussianPosterior:
     """Mean ``offset + k(Xs, X) v`` and covariance ``k(Xs, Xs) − k(Xs, X) V Vᵀ k(X, Xs)``.
 
     One matrix-free pass of the cross-covariance over ``[v, V]``; the split of the
     variance into mathematical and computational parts is computed on demand
-    (:func:`exact_variance`).
+    (:func:`exact_variance`). The one path from a belief ``C = V Vᵀ ≼ A⁻¹`` to a GP
+    posterior: IterGP and IterNCGP pass their solver belief's root, LOVE its cache
+    (``C_k = R Rᵀ``, the CG belief after ``k`` Lanczos steps).
 
     Parameters
     ----------
@@ -74,12 +81,12 @@ def belief_posterior(
         Callable returning ``k(Xs, Xs)``, shape ``(T, T)``.
     weights
         Representer weights ``v``, shape ``(N,)``.
-    V
-        Root of ``C_i = V Vᵀ``, shape ``(N, i)``.
     offset
         Constant prior mean.
     A
         The system ``K̂`` the belief is about (for the exact variance).
+    V
+        Root of ``C_i = V Vᵀ``, shape ``(N, i)``; not given with ``cache``.
     num_latent
         ``C``: the posterior presents mean and variance with shape ``(t, C)`` when ``C > 1``.
     projector
@@ -87,7 +94,31 @@ def belief_posterior(
         ``P K P + W⁺``): weights and root are projected before use, so directions
         outside ``range P`` (rounding, or the solver's regularising complement) never
         reach the posterior; see also :func:`exact_variance`.
+    math_var
+        Callable returning the exact (mathematical) variance ``(T,)`` on demand; default
+        :func:`exact_variance` by CG with ``A``.
+    cache
+        A :class:`~pnsolve.gp.LoveCache` of ``A`` whose root ``R`` is the belief's
+        (``V = cache.R``): its variances are checked nonnegative
+        (:meth:`~pnsolve.gp.LoveCache.variance_from_projection`), the posterior samples
+        through a second Lanczos of rank ``cache.rank`` on the test covariance
+        (:func:`~pnsolve.gp.love_sampling.sampling_root`) and carries the cache as
+        ``love_cache``.
+    prior_operator
+        With ``cache``: callable returning ``k(Xs, Xs)`` as a (matrix-free) operator,
+        shape ``(T, T)``, for the sampling root.
+
+    Returns
+    -------
+    GaussianPosterior
+        ``mean`` and ``var`` ``(T,)`` (``(t, C)`` for ``C > 1``), ``cov()``, ``math_var``.
     """
+    if cache is not None:
+        if V is not None or prior_operator is None:
+            raise ValueError("with a LOVE cache pass prior_operator and no V (V = cache.R)")
+        V = cache.R
+    elif V is None:
+        raise ValueError("pass the belief's root V (or a LOVE cache)")
     with torch.no_grad():
         WV = torch.cat([weights.unsqueeze(-1), V], dim=1)  # (N, 1 + i)
         if projector is not None:  # the belief is about range P only
@@ -95,16 +126,28 @@ def belief_posterior(
         KV = cross @ WV  # (T, 1 + i)
         mean = offset + KV[:, 0]
         KV = KV[:, 1:]
-        var = prior_var - (KV * KV).sum(1)
+        if cache is None:
+            var = prior_var - (KV * KV).sum(1)
+        else:  # LOVE: the projection k(Xs, X) R, kept for the sampling root
+            KV = KV.contiguous()
+            var = cache.variance_from_projection(KV, prior_var)
 
     def cov() -> torch.Tensor:
         with torch.no_grad():
             return prior_cov() - KV @ KV.mT
 
+    def root() -> torch.Tensor:
+        return sampling_root(prior_operator(), KV, var, cache.rank)
+
+    def exact() -> torch.Tensor:
+        return exact_variance(cross, prior_var, A, projector)
+
     return GaussianPosterior(
         mean,
         var,
         cov,
-        lambda: exact_variance(cross, prior_var, A, projector),
+        exact if math_var is None else math_var,
+        root=None if cache is None else root,
         num_latent=num_latent,
+        love_cache=cache,
     )

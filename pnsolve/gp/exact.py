@@ -11,13 +11,13 @@ from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from ._checks import check_inputs, check_noise, check_targets
 from .love import LoveCache, check_rank
-from .love_posterior import LoveCacheBuilder, love_posterior, resolve_love_cache
+from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["ExactGP"]
 
 
-class ExactGP(LoveCacheBuilder):
+class ExactGP:
     """GP regression with a dense Cholesky factorisation of ``K̂ = K(X, X) + σ² I``.
 
     Parameters
@@ -82,7 +82,6 @@ class ExactGP(LoveCacheBuilder):
                 )
             self.X, self.y, self.L = X, y, L
             self.A = _cholesky_operator(L)
-            self.love_cache: LoveCache | None = None
             self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
         return self
 
@@ -100,6 +99,9 @@ class ExactGP(LoveCacheBuilder):
     ) -> GaussianPosterior:
         """The posterior of ``f`` at test inputs ``Xs`` of shape ``(t, d)``.
 
+        A pure query: the model is not modified (a LOVE cache built for this call is
+        returned as ``posterior.love_cache``, not kept on the model).
+
         Parameters
         ----------
         Xs
@@ -116,14 +118,17 @@ class ExactGP(LoveCacheBuilder):
             Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
             averaged over the test points (the paper's choice).
         cache
-            A cache from :meth:`build_love_cache`, reused across calls (then ``rank``
-            and ``probe`` are not used). Without it, each ``"love"`` call builds one
-            (``rank + 1`` products with ``K̂``) and keeps it as ``self.love_cache``.
+            A cache from :meth:`build_love_cache` (or an earlier posterior's
+            ``love_cache``), reused across calls (then ``rank`` and ``probe`` are not
+            used). Without it, each ``"love"`` call builds a cache for that call only
+            (``rank + 1`` products with ``K̂``), returned as ``posterior.love_cache``.
 
         Returns
         -------
         GaussianPosterior
-            ``mean`` ``(t,)``, ``var`` ``(t,)``, ``cov()`` ``(t, t)``, ``sample(...)``.
+            ``mean`` ``(t,)``, ``var`` ``(t,)``, ``cov()`` ``(t, t)``, ``sample(...)``;
+            for ``"love"`` the belief posterior of the cache
+            (:func:`~pnsolve.gp.love_posterior.love_posterior`).
         """
         self._require_fit()
         if method not in ("exact", "love"):
@@ -131,17 +136,13 @@ class ExactGP(LoveCacheBuilder):
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
         if method == "love":
             check_rank(rank)
-            cache = resolve_love_cache(
-                self.A, self.kernel, self.X, Xs, rank, probe, cache, "auto", self._residual()
-            )
-            self.love_cache = cache
             return love_posterior(
+                cache=self._love_cache(rank, probe, Xs, cache),
                 kernel=self.kernel,
                 X=self.X,
                 Xs=Xs,
                 weights=self.weights,
-                prior_mean=self.mean,
-                cache=cache,
+                offset=self.mean,
                 backend="auto",
                 math_var=lambda: self._exact_var(Xs),
             )
@@ -157,8 +158,51 @@ class ExactGP(LoveCacheBuilder):
 
         return GaussianPosterior(mean, var, cov)
 
-    def _residual(self) -> torch.Tensor:
-        return self.y - self.mean
+    def build_love_cache(
+        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+    ) -> LoveCache:
+        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps (``rank + 1`` products with ``K̂``; capped at ``n``).
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
+            of CG on the training system).
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+
+        Returns
+        -------
+        LoveCache
+            The cache; the model is not modified (keep the cache yourself).
+        """
+        self._require_fit()
+        check_rank(rank)
+        if Xs is not None:
+            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        return self._love_cache(rank, probe, Xs, None)
+
+    def _love_cache(
+        self,
+        rank: int,
+        probe: torch.Tensor | None,
+        Xs: torch.Tensor | None,
+        cache: LoveCache | None,
+    ) -> LoveCache:
+        return resolve_love_cache(
+            self.A,
+            self.kernel,
+            self.X,
+            rank=rank,
+            probe=probe,
+            Xs=Xs,
+            backend="auto",
+            residual=self.y - self.mean,
+            cache=cache,
+        )
 
     def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by a triangular solve, shape ``(t,)``."""

@@ -16,15 +16,15 @@ from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_noise, check_targets
-from .belief_posterior import belief_posterior, exact_variance
+from .belief_posterior import belief_posterior
 from .love import LoveCache, check_rank
-from .love_posterior import LoveCacheBuilder, love_posterior, resolve_love_cache
+from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
 
 __all__ = ["IterGP"]
 
 
-class IterGP(LoveCacheBuilder):
+class IterGP:
     """Computation-aware GP regression (Wenger et al.; DESIGN §5).
 
     :meth:`fit` runs the probabilistic linear solver on ``K̂ = K(X, X) + σ² I`` for the
@@ -74,7 +74,6 @@ class IterGP(LoveCacheBuilder):
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
         self.backend = backend
-        self._kernel_backend = backend
         self.X: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ fitting
@@ -108,7 +107,6 @@ class IterGP(LoveCacheBuilder):
         with torch.no_grad():
             self.belief, self.info = self.solver.solve(A, y - self.mean, generator=generator)
         self.X, self.y, self.A = X, y, A
-        self.love_cache: LoveCache | None = None
         return self
 
     def iterate(
@@ -154,6 +152,11 @@ class IterGP(LoveCacheBuilder):
     ) -> GaussianPosterior:
         """Posterior at test inputs ``Xs`` of shape ``(t, d)``.
 
+        A pure query: the model is not modified (a LOVE cache built for this call is
+        returned as ``posterior.love_cache``, not kept on the model). Both methods go
+        through :func:`~pnsolve.gp.belief_posterior.belief_posterior`: ``"belief"``
+        with the solver's ``C_i``, ``"love"`` with the cache's ``C_k = R Rᵀ``.
+
         Parameters
         ----------
         Xs
@@ -173,9 +176,11 @@ class IterGP(LoveCacheBuilder):
             Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
             averaged over the test points.
         cache
-            A cache from :meth:`build_love_cache`, reused across calls (``rank`` and
-            ``probe`` are then not used). Without it each ``"love"`` call builds one
-            (``rank + 1`` matrix-free products with ``K̂``), kept as ``self.love_cache``.
+            A cache from :meth:`build_love_cache` (or an earlier posterior's
+            ``love_cache``), reused across calls (``rank`` and ``probe`` are then not
+            used). Without it each ``"love"`` call builds a cache for that call only
+            (``rank + 1`` matrix-free products with ``K̂``), returned as
+            ``posterior.love_cache``.
 
         Returns
         -------
@@ -189,33 +194,66 @@ class IterGP(LoveCacheBuilder):
         Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
         if method == "love":
             check_rank(rank)
-            cache = resolve_love_cache(
-                self.A, self.kernel, self.X, Xs, rank, probe, cache, self.backend, self._residual()
-            )
-            self.love_cache = cache
             return love_posterior(
+                cache=self._love_cache(rank, probe, Xs, cache),
                 kernel=self.kernel,
                 X=self.X,
                 Xs=Xs,
                 weights=self.belief.mean,
-                prior_mean=self.mean,
-                cache=cache,
+                offset=self.mean,
                 backend=self.backend,
-                math_var=lambda: self._exact_var(Xs),
             )
         return self._posterior(Xs, self.belief)
+
+    def build_love_cache(
+        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+    ) -> LoveCache:
+        """A LOVE cache of ``K̂ = self.A`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps (``rank + 1`` matrix-free products with ``K̂``; capped at ``n``).
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
+            of CG on the training system).
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+
+        Returns
+        -------
+        LoveCache
+            The cache; the model is not modified (keep the cache yourself).
+        """
+        self._require_fit()
+        check_rank(rank)
+        if Xs is not None:
+            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        return self._love_cache(rank, probe, Xs, None)
+
+    def _love_cache(
+        self,
+        rank: int,
+        probe: torch.Tensor | None,
+        Xs: torch.Tensor | None,
+        cache: LoveCache | None,
+    ) -> LoveCache:
+        return resolve_love_cache(
+            self.A,
+            self.kernel,
+            self.X,
+            rank=rank,
+            probe=probe,
+            Xs=Xs,
+            backend=self.backend,
+            residual=self.y - self.mean,
+            cache=cache,
+        )
 
     def _require_fit(self) -> None:
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
-
-    def _residual(self) -> torch.Tensor:
-        return self.y - self.mean
-
-    def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
-        """Exact posterior variances by batched CG solves with ``K̂``, shape ``(t,)``."""
-        cross = KernelMatrix(self.kernel, Xs, self.X, backend=self.backend)
-        return exact_variance(cross, self.kernel.diag(Xs), self.A)
 
     def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
         return belief_posterior(

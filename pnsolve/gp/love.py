@@ -21,6 +21,7 @@ from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import InversePrior
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel_matrix import KernelMatrix
+from ..krylov.buffer import KrylovBuffer
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.checks import as_operand, as_square_operator
@@ -158,6 +159,21 @@ class LoveCache:
         AR = self.Q @ self.L_T
         AR[:, -1] += (self.beta_next / self.L_T[-1, -1]) * self.q_next
         return AR
+
+    def buffer(self) -> KrylovBuffer:
+        """The cache as a :class:`~pnsolve.krylov.KrylovBuffer` of ``K̂`` (DESIGN §4).
+
+        Actions ``S = Q`` ``(n, k)`` and images ``K̂ Q = Q T + β q_{k+1} e_kᵀ`` from the
+        Lanczos relation (no product with ``K̂``). A virtual run on it
+        (:func:`pnsolve.solvers.virtual_run`) gives ``C₀ = Q (Qᵀ K̂ Q)⁻¹ Qᵀ = Q T⁻¹ Qᵀ``,
+        this cache's belief; passed as ``buffer=`` to a solver on :attr:`A` it starts the
+        solve from that belief (recycling). A new buffer each call, owned by the caller.
+        """
+        AQ = self.Q @ self.T
+        AQ[:, -1] += self.beta_next * self.q_next
+        buf = KrylovBuffer(self.A)
+        buf.append(self.Q, AQ)
+        return buf
 
     def project(self, cross: torch.Tensor | LinearOperator) -> torch.Tensor:
         """``k(Xs, X) R``, shape ``(t, k)``.

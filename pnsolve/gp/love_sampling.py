@@ -19,7 +19,7 @@ from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 
-__all__ = ["lanczos_root", "predictive_covariance"]
+__all__ = ["lanczos_root", "predictive_covariance", "sampling_root"]
 
 
 def predictive_covariance(prior: LinearOperator, P: torch.Tensor) -> LinearOperator:
@@ -78,3 +78,30 @@ def lanczos_root(C: LinearOperator, rank: int, start: torch.Tensor) -> torch.Ten
             f"(largest {top:.3e}): it is not positive semi-definite"
         )
     return (res.Q @ U) * lam.clamp_min(0.0).sqrt()
+
+
+def sampling_root(
+    prior: LinearOperator, P: torch.Tensor, var: torch.Tensor, rank: int
+) -> torch.Tensor:
+    """LOVE's sampling root of ``prior − P Pᵀ``: ``rank`` Lanczos steps from ``var``.
+
+    Parameters
+    ----------
+    prior
+        ``k(Xs, Xs)``, shape ``(t, t)`` (matrix-free, e.g. a kernel matrix).
+    P
+        ``k(Xs, X) R``, shape ``(t, k)``, from the cache's root ``R``.
+    var
+        The posterior variances ``(t,)``: the Lanczos start (all ones if none is
+        positive).
+    rank
+        Lanczos steps (the cache's rank).
+
+    Returns
+    -------
+    torch.Tensor
+        ``S`` with ``S Sᵀ ≈ prior − P Pᵀ``, shape ``(t, k')`` (:func:`lanczos_root`).
+    """
+    with torch.no_grad():
+        start = var if bool((var > 0).any()) else torch.ones_like(var)
+        return lanczos_root(predictive_covariance(prior, P), rank, start)

@@ -8,6 +8,12 @@ with ``f(·) = φ(·)ᵀ w`` a random-Fourier-feature prior draw (``w ~ N(0, I)`
 ``ε ~ N(0, σ² I)``. The ``s`` samples need ``s`` solves with ``K̂``, done as *one* batched
 solve with ``s`` right-hand sides; afterwards a sample is evaluated anywhere with kernel
 products only, no further solves.
+
+The one implementation of pathwise sampling in pnsolve: :class:`PathwiseDraws` (the
+frozen randomness, its features and prior functions) and :func:`pathwise_update`
+(``k(Xs, X) V``) serve both :func:`sample_posterior` and the pathwise marginal-likelihood
+estimator (:class:`~pnsolve.gp.mll_estimators.PathwiseEstimator`), whose solves give
+``V = v_y − ẑ``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
 from ._checks import check_inputs, check_noise, check_targets
 
-__all__ = ["PathwiseSamples", "sample_posterior"]
+__all__ = ["PathwiseDraws", "PathwiseSamples", "pathwise_update", "sample_posterior"]
 
 #: Above this many entries of ``K(Xs, X)`` (or ``φ(Xs)``) evaluation goes matrix-free /
 #: row-block-wise (2²² entries = 32 MiB in float64).
@@ -41,11 +47,124 @@ def _default_solver(A: LinearOperator, B: torch.Tensor) -> tuple[torch.Tensor, A
 
 
 @dataclass(frozen=True, eq=False)
+class PathwiseDraws:
+    """The frozen randomness of ``s`` pathwise samples (prior draws and noise draws).
+
+    Plain tensors, not tied to a kernel object: features are evaluated under the
+    *current* hyperparameters of the kernel passed in (frequencies ``ε / ℓ``, scale
+    ``√outputscale``), so the same prior draws follow a hyperparameter step.
+
+    Attributes
+    ----------
+    base_frequencies
+        RFF base frequencies ``ε`` (spectral draws for unit lengthscale), shape ``(m, d)``.
+    phases
+        RFF phases ``b ~ U[0, 2π)``, shape ``(m,)``.
+    feature_weights
+        Prior-function weights ``w_f ~ N(0, I)``, shape ``(m, s)``: ``f_j = φᵀ w_f[:, j]``.
+    noise_weights
+        Standard-normal noise draws ``w ~ N(0, I)``, shape ``(n, s)``: ``ε_j = σ w_j``.
+    """
+
+    base_frequencies: torch.Tensor
+    phases: torch.Tensor
+    feature_weights: torch.Tensor
+    noise_weights: torch.Tensor
+
+    @classmethod
+    def draw(
+        cls,
+        kernel: StationaryKernel,
+        num_features: int,
+        num_samples: int,
+        X: torch.Tensor,
+        generator: torch.Generator,
+    ) -> PathwiseDraws:
+        """Draw in the documented order, in ``X``'s dtype on ``generator``'s device.
+
+        Order: ``ε`` and ``b`` as :class:`~pnsolve.kernels.RandomFourierFeatures` draws
+        them, then ``w_f`` ``(m, s)``, then ``w`` ``(n, s)``; all moved to ``X``'s device.
+
+        Parameters
+        ----------
+        kernel
+            The stationary kernel (its spectral density gives ``ε``).
+        num_features, num_samples
+            ``m`` and ``s`` (checked by the caller).
+        X
+            Training inputs ``(n, d)`` (checked by the caller).
+        generator
+            The only source of randomness.
+        """
+        g, dtype = generator, X.dtype
+        with torch.no_grad():
+            rff = RandomFourierFeatures(
+                kernel, num_features, X.shape[1], generator=g, dtype=dtype, device=g.device
+            )
+            wf = torch.randn(num_features, num_samples, generator=g, dtype=dtype, device=g.device)
+            w = torch.randn(X.shape[0], num_samples, generator=g, dtype=dtype, device=g.device)
+        return cls(
+            rff.base_frequencies.to(X.device),
+            rff.phases.to(X.device),
+            wf.to(X.device),
+            w.to(X.device),
+        )
+
+    @property
+    def num_samples(self) -> int:
+        """Number ``s`` of draws."""
+        return self.feature_weights.shape[1]
+
+    def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
+        """``φ(X) = sqrt(2·outputscale/m) cos((X / ℓ) εᵀ + b)``, shape ``(n, m)``.
+
+        The formula of :meth:`pnsolve.kernels.RandomFourierFeatures.features` with these
+        base draws and the kernel's current hyperparameters; differentiable. ``X``
+        (shape ``(n, d)``, the draws' dtype and device) is not checked here.
+        """
+        proj = torch.addmm(self.phases, kernel.scale_inputs(X), self.base_frequencies.mT)
+        scale = torch.sqrt(2.0 * kernel.outputscale_like(X) / self.base_frequencies.shape[0])
+        return scale * torch.cos(proj)
+
+    def prior(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
+        """The prior function draws ``φ(Xs) w_f``, shape ``(t, s)``, in row blocks.
+
+        Blocks of ``2²² / m`` rows bound the memory for large ``t``. ``Xs`` (shape
+        ``(t, d)``) is not checked here.
+        """
+        rows = max(1, _DENSE_ENTRIES // self.base_frequencies.shape[0])
+        w = self.feature_weights
+        return torch.cat([self.features(kernel, c) @ w for c in Xs.split(rows)], dim=0)
+
+
+def pathwise_update(
+    kernel: StationaryKernel, Xs: torch.Tensor, X: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """The data correction ``k(Xs, X) V`` of pathwise samples, shape ``(t, s)``.
+
+    Dense ``kernel(Xs, X)`` up to 2²² entries, else the matrix-free ``kernel.linop``;
+    never solves.
+
+    Parameters
+    ----------
+    kernel
+        The stationary kernel.
+    Xs, X
+        Test inputs ``(t, d)`` and training inputs ``(n, d)``.
+    weights
+        Representer weights ``V``, shape ``(n, s)``.
+    """
+    if Xs.shape[0] * X.shape[0] <= _DENSE_ENTRIES:
+        return kernel(Xs, X) @ weights
+    return kernel.linop(Xs, X) @ weights
+
+
+@dataclass(frozen=True, eq=False)
 class PathwiseSamples:
     """``s`` GP posterior function samples, callable at new inputs without new solves.
 
     Built by :func:`sample_posterior`. ``samples(Xs)`` returns
-    ``mean + φ(Xs) weights_prior + k(Xs, X) weights``, shape ``(t, s)``.
+    ``mean + φ(Xs) w_f + k(Xs, X) weights``, shape ``(t, s)``.
 
     Attributes
     ----------
@@ -55,13 +174,10 @@ class PathwiseSamples:
         Training inputs, shape ``(n, d)``.
     mean
         Constant prior mean ``μ``, 0-d tensor in ``X``'s dtype/device.
-    rff
-        The :class:`~pnsolve.kernels.RandomFourierFeatures` of the prior draws (frozen
-        frequencies and phases), ``m`` features.
-    prior_weights
-        Feature weights ``w`` of the prior function draws, shape ``(m, s)``.
+    draws
+        The frozen :class:`PathwiseDraws` (``m`` features, ``s`` samples).
     noise_sample
-        The noise draw ``ε ~ N(0, σ² I)``, shape ``(n, s)`` (kept for warm starts/checks).
+        The noise draw ``ε = σ w ~ N(0, σ² I)``, shape ``(n, s)`` (kept for checks).
     weights
         Representer weights ``v = K̂⁻¹ (y − μ − f(X) − ε)``, shape ``(n, s)``: the result
         of the one batched solve.
@@ -74,8 +190,7 @@ class PathwiseSamples:
     kernel: StationaryKernel
     X: torch.Tensor
     mean: torch.Tensor
-    rff: RandomFourierFeatures
-    prior_weights: torch.Tensor
+    draws: PathwiseDraws
     noise_sample: torch.Tensor
     weights: torch.Tensor
     solve_info: Any = None
@@ -85,15 +200,20 @@ class PathwiseSamples:
         """Number ``s`` of function samples."""
         return self.weights.shape[1]
 
-    def prior(self, Xs: torch.Tensor) -> torch.Tensor:
-        """The prior function draws ``μ + φ(Xs) w`` (no data correction), shape ``(t, s)``."""
-        Xs = check_inputs(Xs, "Xs", d=self.X.shape[1], like=self.X)
-        return self.mean + self._prior(Xs)
+    @property
+    def prior_weights(self) -> torch.Tensor:
+        """Feature weights ``w_f`` of the prior function draws, shape ``(m, s)``."""
+        return self.draws.feature_weights
 
-    def _prior(self, Xs: torch.Tensor) -> torch.Tensor:
-        rows = max(1, _DENSE_ENTRIES // self.rff.num_features)
-        w = self.prior_weights
-        return torch.cat([self.rff.features(c) @ w for c in Xs.split(rows)], dim=0)
+    def features(self, Xs: torch.Tensor) -> torch.Tensor:
+        """The random Fourier features ``φ(Xs)`` of the prior draws, shape ``(t, m)``."""
+        Xs = check_inputs(Xs, "Xs", d=self.X.shape[1], like=self.X)
+        return self.draws.features(self.kernel, Xs)
+
+    def prior(self, Xs: torch.Tensor) -> torch.Tensor:
+        """The prior function draws ``μ + φ(Xs) w_f`` (no data correction), shape ``(t, s)``."""
+        Xs = check_inputs(Xs, "Xs", d=self.X.shape[1], like=self.X)
+        return self.mean + self.draws.prior(self.kernel, Xs)
 
     def __call__(self, Xs: torch.Tensor) -> torch.Tensor:
         """Evaluate the ``s`` posterior function samples at ``Xs``.
@@ -109,7 +229,7 @@ class PathwiseSamples:
             Shape ``(t, s)``. Uses ``kernel(Xs, X) @ weights`` (the matrix-free
             ``kernel.linop(Xs, X)`` once ``t·n`` exceeds 2²² entries); never solves.
             Autograd reaches ``Xs`` (e.g. for Thompson sampling); ``weights`` and
-            ``prior_weights`` are constants.
+            the draws are constants.
 
         Raises
         ------
@@ -117,11 +237,8 @@ class PathwiseSamples:
             If ``Xs`` is not a finite floating ``(t, d)`` tensor like ``X``.
         """
         Xs = check_inputs(Xs, "Xs", d=self.X.shape[1], like=self.X)
-        if Xs.shape[0] * self.X.shape[0] <= _DENSE_ENTRIES:
-            update = self.kernel(Xs, self.X) @ self.weights
-        else:
-            update = self.kernel.linop(Xs, self.X) @ self.weights
-        return self.mean + self._prior(Xs) + update
+        update = pathwise_update(self.kernel, Xs, self.X, self.weights)
+        return self.mean + self.draws.prior(self.kernel, Xs) + update
 
 
 def sample_posterior(
@@ -138,74 +255,86 @@ def sample_posterior(
 ) -> PathwiseSamples:
     """Draw GP regression posterior function samples by pathwise conditioning.
 
-    ``(f | y)(·) = μ + f(·) + k(·, X) K̂⁻¹ (y − μ − f(X) − ε)`` with ``f = φᵀ w`` a
+    ``(f | y)(·) = μ + f(·) + k(·, X) K̂⁻¹ (y − μ − f(X) − ε)`` with ``f = φᵀ w_f`` a
     random-Fourier-feature prior draw and ``ε ~ N(0, σ² I)`` (Lin et al., eq. 3). All
-    ``s`` right-hand sides are solved together in one call of ``solver``.
+    ``s`` right-hand sides are solved together in one call of ``solver``, without
+    autograd (the samples are not differentiable in the hyperparameters).
 
     Parameters
     ----------
     kernel
         Stationary kernel (RBF, Matérn) of the prior ``GP(μ, k)``.
-    X
-        Training inputs, shape ``(n, d)``, floating, finite. Outputs follow its dtype and
-        device.
-    y
-        Targets, shape ``(n,)``, same dtype and device as ``X``.
+    X, y
+        Training inputs ``(n, d)`` and targets ``(n,)``: floating, finite, same dtype and
+        device. Outputs follow ``X``'s dtype and device.
     noise
         Gaussian noise variance ``σ² > 0`` (number or 0-d tensor).
     num_samples
         Number ``s ≥ 1`` of function samples.
     generator
-        ``torch.Generator`` on ``X``'s device; the only source of randomness. Draw order:
-        RFF frequencies and phases, then ``w`` ``(m, s)``, then ``ε`` ``(n, s)``.
+        ``torch.Generator`` on ``X``'s device; the only source of randomness. Draw order
+        (:meth:`PathwiseDraws.draw`): RFF frequencies and phases, then ``w_f`` ``(m, s)``,
+        then ``ε / σ`` ``(n, s)``.
     num_features
-        Number ``m`` of random Fourier features of the prior draws. The samples are exact
-        posterior samples of the GP whose prior covariance is the RFF kernel ``φφᵀ`` in
-        the prior term; the error against the exact GP posterior is ``O(1/√m)``.
+        Number ``m`` of random Fourier features. The samples are exact posterior samples
+        of the GP whose prior term uses the RFF kernel ``φφᵀ``; the error against the
+        exact GP posterior is ``O(1/√m)``.
     mean
         Constant prior mean ``μ`` (finite number or 0-d tensor).
     solver
-        Callable ``solver(A, B)`` solving ``A V = B`` for the ``(n, n)`` SPD
-        :class:`~pnsolve.linops.LinearOperator` ``A = kernel.linop(X) + σ² I`` and the
-        ``(n, s)`` block ``B``; returns ``V`` or a pair ``(V, info)`` (so ``pn.cg`` and
-        friends plug in directly, e.g. ``lambda A, B: pn.cg(A, B, rtol=1e-6, M=P)``).
+        ``solver(A, B)`` solving ``A V = B`` for ``A = kernel.linop(X) + σ² I`` (a
+        :class:`~pnsolve.linops.LinearOperator`) and the ``(n, s)`` block ``B``; returns
+        ``V`` or ``(V, info)`` (``pn.cg`` plugs in: ``lambda A, B: pn.cg(A, B, M=P)``).
         Default: :func:`pnsolve.cg` with ``rtol`` ``1e-10`` (float64) / ``1e-4``
-        (float32) and ``maxiter = 10 n``; non-convergence is reported in
-        ``solve_info``, not raised.
+        (float32), ``maxiter = 10 n``; non-convergence is reported in ``solve_info``.
 
     Returns
     -------
     PathwiseSamples
-        Callable ``samples(Xs) -> (t, s)``; ``samples.weights`` are the representer
-        weights ``(n, s)``.
+        Callable ``samples(Xs) -> (t, s)``; ``samples.weights``: ``(n, s)``.
 
     Raises
     ------
-    TypeError
-        For a non-tensor or non-floating ``X``/``y``, dtype or device mismatches, a
-        ``generator`` that is not a ``torch.Generator``, a non-kernel ``kernel`` or a
-        non-callable ``solver``.
-    ValueError
-        For bad shapes, NaN/Inf, ``noise ≤ 0``, ``num_samples``/``num_features < 1``, a
-        ``generator`` on another device than ``X``, or a solver result of the wrong
-        shape or with NaN/Inf.
-
-    Notes
-    -----
-    Runs without autograd: the samples are not differentiable with respect to the
-    hyperparameters (the pathwise gradient *estimator* is a separate piece).
+    TypeError, ValueError
+        Naming the argument: a bad ``kernel``, ``X``, ``y``, ``noise``, ``num_samples``,
+        ``num_features``, ``generator`` (type, or device other than ``X``'s), ``mean``
+        or ``solver`` (not callable, or a result of the wrong shape or with NaN/Inf).
 
     Examples
     --------
     >>> import torch, pnsolve as pn
-    >>> from pnsolve.gp.pathwise import sample_posterior
     >>> g = torch.Generator().manual_seed(0)
     >>> X = torch.rand(50, 1, generator=g, dtype=torch.float64)
-    >>> y = torch.sin(6 * X[:, 0])
-    >>> post = sample_posterior(pn.kernels.RBF(0.2), X, y, 0.01, 8, generator=g)
-    >>> post(torch.linspace(0, 1, 100, dtype=torch.float64)[:, None]).shape
+    >>> f = pn.gp.sample_posterior(pn.kernels.RBF(0.2), X, X[:, 0], 0.01, 8, generator=g)
+    >>> f(torch.linspace(0, 1, 100, dtype=torch.float64)[:, None]).shape
     torch.Size([100, 8])
     """
+    X, y, noise, mean_t, solver = _check_arguments(
+        kernel, X, y, noise, num_samples, num_features, generator, mean, solver
+    )
+    n, dtype, device = X.shape[0], X.dtype, X.device
+    with torch.no_grad():
+        draws = PathwiseDraws.draw(kernel, num_features, num_samples, X, generator)
+        sigma2 = torch.as_tensor(noise, dtype=dtype, device=device).detach()
+        eps = sigma2.sqrt() * draws.noise_weights
+        B = (y - mean_t).unsqueeze(-1) - draws.features(kernel, X) @ draws.feature_weights - eps
+        A = kernel.linop(X) + ScaledIdentity(n, float(sigma2), dtype=dtype, device=device)
+        V, info = _unpack(solver(A, B), (n, num_samples), dtype, device)
+    return PathwiseSamples(kernel, X, mean_t, draws, noise_sample=eps, weights=V, solve_info=info)
+
+
+def _check_arguments(
+    kernel: object,
+    X: object,
+    y: object,
+    noise: object,
+    num_samples: object,
+    num_features: object,
+    generator: object,
+    mean: object,
+    solver: object,
+) -> tuple[torch.Tensor, torch.Tensor, float | torch.Tensor, torch.Tensor, Solver]:
+    """The checked ``(X, y, noise, mean, solver)`` of :func:`sample_posterior`."""
     if not isinstance(kernel, StationaryKernel):
         raise TypeError(
             f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
@@ -231,31 +360,7 @@ def sample_posterior(
         solver = _default_solver
     elif not callable(solver):
         raise TypeError(f"solver must be a callable (A, B) -> V, got {type(solver).__name__}")
-
-    n, d = X.shape
-    dtype, device = X.dtype, X.device
-    with torch.no_grad():
-        rff = RandomFourierFeatures(
-            kernel, num_features, d, generator=generator, dtype=dtype, device=device
-        )
-        w = rff.weights(num_samples, generator=generator, dtype=dtype)
-        sigma2 = torch.as_tensor(noise, dtype=dtype, device=device).detach()
-        eps = sigma2.sqrt() * torch.randn(
-            n, num_samples, generator=generator, dtype=dtype, device=device
-        )
-        B = (y - mean_t).unsqueeze(-1) - rff.features(X) @ w - eps
-        A = kernel.linop(X) + ScaledIdentity(n, float(sigma2), dtype=dtype, device=device)
-        V, info = _unpack(solver(A, B), (n, num_samples), dtype, device)
-    return PathwiseSamples(
-        kernel=kernel,
-        X=X,
-        mean=mean_t,
-        rff=rff,
-        prior_weights=w,
-        noise_sample=eps,
-        weights=V,
-        solve_info=info,
-    )
+    return X, y, noise, mean_t, solver
 
 
 def _check_mean(mean: object, X: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from .._core.validation import check_generator
+from .love import LoveCache
 
 __all__ = ["GaussianPosterior"]
 
@@ -20,6 +21,13 @@ class GaussianPosterior:
     functions (multi-class IterNCGP), whose joint covariance :meth:`cov` is stored in
     class-major order ``[f_1(Xs); …; f_C(Xs)]``. For IterGP :attr:`var` is the
     *combined* variance (mathematical + computational).
+
+    Attributes
+    ----------
+    love_cache
+        For a LOVE posterior: the :class:`~pnsolve.gp.LoveCache` its variances came from
+        (the one passed as ``cache=``, or the one built for this call); pass it as
+        ``cache=`` to later calls to reuse it. ``None`` for other posteriors.
 
     Notes
     -----
@@ -36,8 +44,10 @@ class GaussianPosterior:
         math_var: Callable[[], torch.Tensor] | None = None,
         root: Callable[[], torch.Tensor] | None = None,
         num_latent: int = 1,
+        love_cache: LoveCache | None = None,
     ) -> None:
         self.num_latent = num_latent
+        self.love_cache = love_cache
         self._flat_mean = mean
         self._flat_var = var
         self._cov = cov

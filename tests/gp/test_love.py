@@ -11,6 +11,7 @@ import torch
 
 import pnsolve as pn
 from pnsolve.gp import LoveCache
+from pnsolve.gp.belief_posterior import belief_posterior
 from pnsolve.testing import exact_tol, iterative_tol, krylov_tol, rtol_for
 
 F64 = torch.float64
@@ -81,14 +82,74 @@ def test_love_smae_low_dimensional():
     assert smae <= SMAE_TARGET
 
 
-def test_love_user_probe_and_cache_kept():
+def test_love_user_probe_and_cache_on_the_posterior():
     X, y, Xs = _data()
     gp = pn.gp.ExactGP(_kernel(), noise=0.05).fit(X, y)
     probe = y - y.mean()
-    gp.posterior(Xs, method="love", rank=7, probe=probe)
-    cache = gp.love_cache
+    post = gp.posterior(Xs, method="love", rank=7, probe=probe)
+    cache = post.love_cache  # built for this call, handed back, not kept on the model
     assert isinstance(cache, LoveCache) and cache.rank == 7
+    assert not hasattr(gp, "love_cache")
     torch.testing.assert_close(cache.Q[:, 0], probe / probe.norm())
+    assert gp.posterior(Xs).love_cache is None
+
+
+def _attributes(model):
+    """The model's attributes by identity (a write replaces or adds an entry)."""
+    return {key: id(value) for key, value in vars(model).items()}
+
+
+@pytest.mark.parametrize("model", ["exact", "iter"])
+def test_posterior_is_a_pure_query(model):
+    X, y, Xs = _data(n=80, t=10)
+    if model == "exact":
+        gp = pn.gp.ExactGP(_kernel(), noise=0.05).fit(X, y)
+        methods = ("exact", "love")
+    else:
+        gp = pn.gp.IterGP(_kernel(), 0.05, pn.policies.CG(), pn.stopping.MaxIterations(6)).fit(X, y)
+        methods = ("belief", "love")
+    before = _attributes(gp)
+    for method in methods:
+        post = gp.posterior(Xs, method=method, rank=9)
+        post.math_var, post.cov(), post.sample(2, generator=torch.Generator().manual_seed(0))
+    cache = gp.build_love_cache(rank=5, Xs=Xs)
+    again = gp.posterior(Xs, method="love", cache=cache)
+    assert again.love_cache is cache
+    assert _attributes(gp) == before
+
+
+def test_love_posterior_is_the_belief_posterior_of_its_cache():
+    # LOVE's mean and variances are the belief posterior of C_k = R Rᵀ: the same function
+    # (belief_posterior) with the cache belief's root V = R gives the same numbers.
+    X, y, Xs = _data(n=90, t=12)
+    gp = pn.gp.IterGP(
+        _kernel(), 0.05, pn.policies.CG(), pn.stopping.MaxIterations(7), backend="dense"
+    ).fit(X, y)
+    cache = gp.build_love_cache(rank=11, Xs=Xs)
+    love = gp.posterior(Xs, method="love", cache=cache)
+    ref = belief_posterior(
+        cross=gp.kernel.linop(Xs, X, backend="dense"),
+        prior_var=gp.kernel.diag(Xs),
+        prior_cov=lambda: gp.kernel(Xs),
+        weights=gp.belief.mean,
+        offset=gp.mean,
+        A=gp.A,
+        V=cache.belief().V,
+    )
+    assert torch.equal(love.mean, ref.mean) and torch.equal(love.var, ref.var)
+    torch.testing.assert_close(love.cov(), ref.cov(), rtol=0, atol=exact_tol(F64, 90))
+    assert ref.sample_root() is None and love.sample_root() is not None
+    with pytest.raises(ValueError, match="prior_operator"):
+        belief_posterior(
+            cross=gp.kernel.linop(Xs, X),
+            prior_var=gp.kernel.diag(Xs),
+            prior_cov=lambda: gp.kernel(Xs),
+            weights=gp.belief.mean,
+            offset=0.0,
+            A=gp.A,
+            V=cache.R,
+            cache=cache,
+        )
 
 
 # ----------------------------------------------------------------- the cache
@@ -128,6 +189,30 @@ def test_cache_is_the_cg_belief():
     # a new right-hand side reuses the cache: mean = C_k b
     b = torch.ones(80, dtype=F64)
     torch.testing.assert_close(cache.belief(b).mean, cache.R @ (cache.R.mT @ b))
+
+
+def test_cache_is_a_krylov_buffer():
+    # DESIGN §4: the cache's Lanczos vectors are buffered actions with images K̂ Q from the
+    # Lanczos relation; the virtual run on them is the cache's belief C_k = R Rᵀ.
+    X, _, Xs = _data(n=80)
+    A = pn.linops.as_linop(_khat(_kernel(), X, 0.1))
+    cache = LoveCache.build(A, _kernel()(X, Xs).mean(1), 9)
+    buf = cache.buffer()
+    assert isinstance(buf, pn.krylov.KrylovBuffer) and buf.size == 9 and buf.K is A
+    cond = float(torch.linalg.cond(A.to_dense()))
+    torch.testing.assert_close(
+        buf.images, A.to_dense() @ cache.Q, rtol=0, atol=exact_tol(F64, 80) * cond
+    )
+    b = torch.linspace(-1, 1, 80, dtype=F64)
+    belief = pn.solvers.virtual_run(buf, A, b)
+    scale = float(torch.linalg.matrix_norm(torch.linalg.inv(A.to_dense()), 2))
+    torch.testing.assert_close(
+        belief.inverse_approx.to_dense(),
+        cache.inverse_approx.to_dense(),
+        rtol=0,
+        atol=krylov_tol(F64, cond) * scale,
+    )
+    assert cache.buffer() is not buf  # a new buffer per call: the cache stays immutable
 
 
 def test_heteroscedastic_variances_stay_above_exact():

@@ -120,12 +120,17 @@ def test_cache_reused_across_calls(model):
             pn.kernels.RBF(lengthscale=0.3), 0.05, pn.policies.CG(), pn.stopping.MaxIterations(8)
         ).fit(X, y)
     cache = gp.build_love_cache(rank=15, Xs=Xs)
-    assert cache.rank == 15 and gp.love_cache is cache
-    ref = gp.posterior(Xs, method="love", rank=15)  # builds the same cache (same probe)
+    assert cache.rank == 15 and not hasattr(gp, "love_cache")
+    ref = gp.posterior(Xs, method="love", rank=15)  # builds its own cache (same probe)
+    assert ref.love_cache is not cache and ref.love_cache.rank == 15
+    torch.testing.assert_close(ref.love_cache.R, cache.R, rtol=0, atol=0)
     other = gp.posterior(Xs[:7], method="love", cache=cache)
-    assert gp.love_cache is cache
+    assert other.love_cache is cache
     torch.testing.assert_close(other.var, ref.var[:7])
     torch.testing.assert_close(other.mean, ref.mean[:7])
+    # a posterior's cache is reusable like a built one
+    again = gp.posterior(Xs[7:], method="love", cache=ref.love_cache)
+    torch.testing.assert_close(again.var, ref.var[7:])
     # default probe without Xs: the centred targets
     c2 = gp.build_love_cache(rank=4)
     torch.testing.assert_close(c2.Q[:, 0], y / y.norm())  # prior mean 0: y − μ = y

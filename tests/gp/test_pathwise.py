@@ -9,7 +9,8 @@ import torch
 
 import pnsolve as pn
 import pnsolve.gp.pathwise as pathwise
-from pnsolve.gp.pathwise import PathwiseSamples, sample_posterior
+from pnsolve.gp.mll_estimators import PathwiseEstimator
+from pnsolve.gp.pathwise import PathwiseDraws, PathwiseSamples, pathwise_update, sample_posterior
 from pnsolve.kernels import RandomFourierFeatures
 from pnsolve.testing import moment_z_scores
 from pnsolve.testing.tolerances import (
@@ -45,9 +46,9 @@ def _dense_reference(kernel, X, y, noise, mean, samples: PathwiseSamples, Xs):
         Khat = kernel(X) + noise * torch.eye(X.shape[0], dtype=X.dtype)
         L = torch.linalg.cholesky(Khat)
         w, eps = samples.prior_weights, samples.noise_sample
-        B = (y - mean)[:, None] - samples.rff.features(X) @ w - eps
+        B = (y - mean)[:, None] - samples.features(X) @ w - eps
         V = torch.cholesky_solve(B, L)
-        F = mean + samples.rff.features(Xs) @ w + kernel(Xs, X) @ V
+        F = mean + samples.features(Xs) @ w + kernel(Xs, X) @ V
         return F, V, torch.linalg.cond(Khat).item()
 
 
@@ -103,10 +104,15 @@ def test_float32_follows_dtype_and_matches_float64_formula():
     # reference in float64 from the same (float32) draws
     k64 = _kernel(F64)
 
+    draws64 = PathwiseDraws(*(t.double() for t in vars(samples.draws).values()))
+
     class _Cast:
-        rff = samples.rff
         prior_weights = samples.prior_weights.double()
         noise_sample = samples.noise_sample.double()
+
+        @staticmethod
+        def features(Z):
+            return draws64.features(k64, Z)
 
     F_ref, _, cond = _dense_reference(k64, X.double(), y.double(), noise, 0.0, _Cast, Xs.double())
     f32 = torch.float32
@@ -127,7 +133,7 @@ def _sampling_distribution(samples: PathwiseSamples, y, noise, Xs):
     with torch.no_grad():
         Khat = k(X) + noise * torch.eye(X.shape[0], dtype=X.dtype)
         A = torch.linalg.solve(Khat, k(X, Xs)).mT
-        D = samples.rff.features(Xs) - A @ samples.rff.features(X)
+        D = samples.features(Xs) - A @ samples.features(X)
         return mu + A @ (y - mu), D @ D.mT + noise * A @ A.mT
 
 
@@ -235,9 +241,57 @@ def test_reproducible_with_generator_and_documented_draw_order():
     rff = RandomFourierFeatures(k, m, 2, generator=g, dtype=F64)
     w = rff.weights(s, generator=g, dtype=F64)
     eps = math.sqrt(noise) * torch.randn(20, s, generator=g, dtype=F64)
-    assert torch.equal(rff.base_frequencies, a.rff.base_frequencies)
+    assert torch.equal(rff.base_frequencies, a.draws.base_frequencies)
+    assert torch.equal(rff.phases, a.draws.phases)
     assert torch.equal(w, a.prior_weights)
     assert torch.equal(eps, a.noise_sample)
+    with torch.no_grad():  # the draws' features are the RFF module's
+        assert torch.equal(a.features(Xs), rff.features(Xs))
+
+
+# ------------------------------------------------- one sampler for sampling and estimation
+def test_estimator_draws_are_pathwise_draws():
+    # PathwiseEstimator draws the same randomness, in the same order, as PathwiseDraws.draw.
+    X, y, _ = _problem()
+    k, m, s = _kernel(), 40, 3
+    est = PathwiseEstimator(s, m, generator=_gen(12))
+    est.targets(k, X, 0.05, y)
+    mine = PathwiseDraws.draw(k, m, s, X, _gen(12))
+    for field in ("base_frequencies", "phases", "feature_weights", "noise_weights"):
+        assert torch.equal(getattr(est.draws, field), getattr(mine, field)), field
+    assert mine.num_samples == s
+
+
+def test_estimator_samples_are_the_pathwise_samples():
+    # The estimator's solutions [v_y, ẑ] give V = v_y − ẑ = K̂⁻¹(y − μ − f(X) − ε): the
+    # weights of sample_posterior with the same draws, and the same functions (eq. 16).
+    X, y, Xs = _problem()
+    k, noise, m, s = _kernel(), 0.05, 40, 3
+    mu = torch.tensor(0.4, dtype=F64)  # (a Python float mean is rounded to float32 first)
+
+    def cholesky_solver(A, B):
+        return torch.cholesky_solve(B, torch.linalg.cholesky(A.to_dense()))
+
+    samples = sample_posterior(
+        k, X, y, noise, s, generator=_gen(13), num_features=m, mean=mu, solver=cholesky_solver
+    )
+    est = PathwiseEstimator(s, m, generator=_gen(13))
+    with torch.no_grad():
+        Khat = k(X) + noise * torch.eye(20, dtype=F64)
+        B = est.targets(k, X, noise, y - mu)
+        V = cholesky_solver(pn.linops.as_linop(Khat), B)
+        F_est = mu + est.posterior_samples(k, X, noise, y - mu, V, Xs)
+        F = samples(Xs)
+        # backward-stable solves: errors O(κ eps ‖V‖) for each of v_y and ẑ (their
+        # difference cancels, so the bound is relative to ‖V‖, not to v_y − ẑ)
+        tol = float(torch.linalg.cond(Khat)) * exact_tol(F64, 20) * float(V.abs().max())
+        torch.testing.assert_close(V[:, :1] - V[:, 1:], samples.weights, rtol=0, atol=tol)
+        row_sum = float(k(Xs, X).abs().sum(1).max())
+        torch.testing.assert_close(F_est, F, rtol=0, atol=tol * row_sum + exact_tol(F64, m))
+        # and the estimator's prior draws are the shared ones
+        assert torch.equal(est.prior_samples(k, Xs), samples.draws.prior(k, Xs))
+        ref = pathwise_update(k, Xs, X, samples.weights)
+        assert torch.equal(ref, k(Xs, X) @ samples.weights)
 
 
 def test_samples_object_is_frozen():
