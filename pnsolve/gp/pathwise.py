@@ -368,7 +368,10 @@ def _check_mean(mean: object, X: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"mean must be a number or a 0-d tensor, got {type(mean).__name__}")
     if isinstance(mean, torch.Tensor) and mean.ndim != 0:
         raise ValueError(f"mean must be a scalar (constant mean), got shape {tuple(mean.shape)}")
-    m = torch.as_tensor(mean).detach().to(dtype=X.dtype, device=X.device)
+    if isinstance(mean, torch.Tensor):
+        m = mean.detach().to(dtype=X.dtype, device=X.device)
+    else:  # straight to X's dtype: torch.as_tensor(0.4) would round it to float32 first
+        m = torch.tensor(float(mean), dtype=X.dtype, device=X.device)
     return check_finite(m, "mean")
 
 

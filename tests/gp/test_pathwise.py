@@ -362,3 +362,10 @@ def test_bad_test_inputs_name_Xs(Xs, exc):
     samples = _call()
     with pytest.raises(exc, match="Xs"):
         samples(Xs)
+
+
+def test_a_float_mean_is_kept_in_the_data_dtype():
+    # torch.as_tensor(0.4) is float32: the mean used to become 0.4000000059604645
+    X, y, _ = _problem()
+    samples = sample_posterior(_kernel(), X, y, 0.05, 2, generator=_gen(4), mean=0.4)
+    assert samples.mean.dtype == F64 and float(samples.mean) == 0.4
