@@ -137,7 +137,7 @@ class GaussianSolutionBelief:
         return self.mean.unsqueeze(-1) + Y - self.V @ (self.W.mT @ Y)
 
     def to_probnum(self, dense: bool = False):
-        """This belief as ``probnum.randvars.Normal`` (needs probnum).
+        """The belief as ``probnum.randvars.Normal`` (needs probnum).
 
         See :func:`pnsolve.beliefs.probnum_interop.to_probnum`.
         """

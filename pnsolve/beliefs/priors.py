@@ -60,12 +60,15 @@ class InversePrior(Prior):
     shares_factors = True
 
     def covariance(self, A: LinearOperator) -> LinearOperator:
+        """``A⁻¹`` as an :class:`~pnsolve.beliefs.Inverse` operator (products run inner solves)."""
         return Inverse(A)
 
     def covariance_of_images(self, A, S, Z):
+        """``(S, Z, 0)``: ``Σ₀ Z = A⁻¹ A S = S`` needs no product."""
         return S, Z, 0
 
     def sample(self, A, k, generator):
+        """``k`` draws ``A^{-1/2} z`` by Lanczos matrix functions (expensive: for small ``n``)."""
         from ..krylov.matrix_function import matrix_function
 
         Z = torch.randn(A.shape[0], k, generator=generator, dtype=A.dtype, device=A.device)
@@ -104,6 +107,7 @@ class GaussianPrior(Prior):
         self.cov = cov
 
     def covariance(self, A: LinearOperator) -> LinearOperator:
+        """``σ² I`` or the given SPD operator, checked against ``A``'s shape, dtype and device."""
         if isinstance(self.cov, float):
             return ScaledIdentity(A.shape[0], self.cov, dtype=A.dtype, device=A.device)
         if self.cov.shape != A.shape or self.cov.dtype != A.dtype or self.cov.device != A.device:
@@ -114,10 +118,12 @@ class GaussianPrior(Prior):
         return self.cov
 
     def covariance_of_images(self, A, S, Z):
+        """``(Σ₀ Z, A Σ₀ Z, 1)``: one extra product with ``A``."""
         SZ = self.covariance(A) @ Z
         return SZ, A @ SZ, 1
 
     def sample(self, A, k, generator):
+        """``k`` draws from ``N(0, Σ₀)``, shape ``(n, k)``."""
         Z = torch.randn(A.shape[0], k, generator=generator, dtype=A.dtype, device=A.device)
         if isinstance(self.cov, float):
             return self.cov**0.5 * Z

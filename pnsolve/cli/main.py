@@ -49,7 +49,7 @@ def _number(text: str, kind: type) -> float | int:
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
+    """Argparse type: a finite number > 0."""
     value = _number(text, float)
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
@@ -57,7 +57,7 @@ def positive_float(text: str) -> float:
 
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer ≥ 1."""
+    """Argparse type: an integer ≥ 1."""
     value = _number(text, int)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
@@ -65,7 +65,7 @@ def positive_int(text: str) -> int:
 
 
 def int_at_least(low: int):
-    """argparse type factory: an integer ≥ ``low``."""
+    """Argparse type factory: an integer ≥ ``low``."""
 
     def convert(text: str) -> int:
         value = _number(text, int)
@@ -78,7 +78,7 @@ def int_at_least(low: int):
 
 
 def nonnegative_int(text: str) -> int:
-    """argparse type: an integer ≥ 0."""
+    """Argparse type: an integer ≥ 0."""
     value = _number(text, int)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
@@ -86,7 +86,7 @@ def nonnegative_int(text: str) -> int:
 
 
 def open_fraction(text: str) -> float:
-    """argparse type: a number strictly between 0 and 1."""
+    """Argparse type: a number strictly between 0 and 1."""
     value = _number(text, float)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")

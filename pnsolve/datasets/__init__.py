@@ -1,6 +1,8 @@
-"""Data: UCI regression benchmarks with their standard splits, user CSV files, and
-synthetic generators (GP draws, Poisson counts, Gaussian-mixture classes), and the
-digits classification set (through scikit-learn).
+"""Data sets: UCI regression benchmarks, user CSV files, synthetic generators, digits.
+
+UCI regression benchmarks with their standard splits, user CSV files, synthetic
+generators (GP draws, Poisson counts, Gaussian-mixture classes), and the digits
+classification set (through scikit-learn).
 
 Every loader returns typed results with torch tensors in the requested dtype and
 device; every generator takes an explicit ``torch.Generator``.

@@ -265,6 +265,7 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         return KernelMatrix(self, X1, X2, backend=backend, **opts)
 
     def extra_repr(self) -> str:
+        """Hyperparameter values for the module's repr."""
         with torch.no_grad():
             ls = self.lengthscale
             ls_s = f"{float(ls):.4g}" if ls.ndim == 0 else str([round(float(v), 4) for v in ls])

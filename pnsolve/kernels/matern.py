@@ -64,6 +64,7 @@ class Matern(StationaryKernel):
         self.tile_needs_work = self.nu != 0.5
 
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
+        """Differentiable Matérn profile ``κ(r²)`` (see :meth:`StationaryKernel.profile`)."""
         r = safe_sqrt(r2)
         if self.nu == 0.5:
             return torch.exp(-r)
@@ -74,6 +75,7 @@ class Matern(StationaryKernel):
         return (1.0 + t + t * t / 3.0) * torch.exp(-t)
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
+        """In-place Matérn profile on a tile (see :meth:`StationaryKernel.profile_`)."""
         t = s.sqrt_()  # t = √(2ν)·r, in place
         if self.nu == 0.5:
             return t.neg_().exp_()
@@ -87,6 +89,7 @@ class Matern(StationaryKernel):
     def keops_profile(self, d2: Any) -> Any:
         # r = d2 · rsqrt(d2): KeOps defines rsqrt(0) = 0, so r and its gradient are 0 at
         # r = 0 (``d2.sqrt()`` would give a NaN gradient for coincident points)
+        """The Matérn profile as a pykeops formula."""
         r = d2 * d2.rsqrt()
         if self.nu == 0.5:
             return (-r).exp()
@@ -105,6 +108,7 @@ class Matern(StationaryKernel):
         dtype: torch.dtype,
         device: torch.device | str,
     ) -> torch.Tensor:
+        """Student-t base frequencies with ``2ν`` degrees of freedom (Matérn spectral density)."""
         # ω = z · sqrt(2ν / u),  z ~ N(0, I),  u ~ χ²(2ν)  (2ν ∈ {1, 3, 5} is an integer,
         # so u is a sum of 2ν squared standard normals)
         df = round(2 * self.nu)
@@ -114,4 +118,5 @@ class Matern(StationaryKernel):
         return z * torch.sqrt(df / u)
 
     def extra_repr(self) -> str:
+        """Smoothness and hyperparameter values for the module's repr."""
         return f"nu={self.nu}, " + super().extra_repr()

@@ -172,4 +172,5 @@ class RandomFourierFeatures(nn.Module):
         return self.evaluate(X, self.weights(num_samples, generator=generator, dtype=X.dtype))
 
     def extra_repr(self) -> str:
+        """Feature count and input dimension for the module's repr."""
         return f"num_features={self.num_features}, input_dim={self.input_dim}"

@@ -39,12 +39,15 @@ class RBF(StationaryKernel):
     tile_factor = -0.5
 
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
+        """Differentiable RBF profile ``exp(−r²/2)`` (see :meth:`StationaryKernel.profile`)."""
         return torch.exp(-0.5 * r2)
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
+        """In place ``s ← exp(s)`` on a tile holding ``−r²/2``."""
         return s.exp_()  # s = −r²/2
 
     def keops_profile(self, d2: Any) -> Any:
+        """The RBF profile as a pykeops formula."""
         return (-0.5 * d2).exp()
 
     def sample_spectral_base(
@@ -56,4 +59,5 @@ class RBF(StationaryKernel):
         dtype: torch.dtype,
         device: torch.device | str,
     ) -> torch.Tensor:
+        """Standard normal base frequencies (Gaussian spectral density)."""
         return torch.randn(num_features, input_dim, generator=generator, dtype=dtype, device=device)

@@ -61,6 +61,7 @@ class Dense(LinearOperator):
         return self.matrix[rows]
 
     def to_dense(self) -> torch.Tensor:
+        """The stored matrix itself (no copy)."""
         return self.matrix
 
 

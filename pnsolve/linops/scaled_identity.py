@@ -47,7 +47,7 @@ class ScaledIdentity(LinearOperator):
         self.scale = scale
 
     def adopted(self, like: LinearOperator) -> ScaledIdentity:
-        """This operator in ``like``'s dtype and device if it :attr:`adopts`, else itself."""
+        """The operator in ``like``'s dtype and device if it :attr:`adopts`, else itself."""
         if not self.adopts or (self.dtype == like.dtype and self.device == like.device):
             return self
         return ScaledIdentity(self.shape[0], self.scale, dtype=like.dtype, device=like.device)

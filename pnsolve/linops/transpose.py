@@ -18,6 +18,7 @@ class Transpose(LinearOperator):
 
     @property
     def T(self) -> LinearOperator:
+        """The original operator (transposing twice is the identity)."""
         return self.op
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:

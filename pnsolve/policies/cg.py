@@ -41,6 +41,7 @@ class CG(Policy):
     def __call__(
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, object]:
+        """The (preconditioned) residual, conjugated against the newest direction."""
         M = self.preconditioner if self.preconditioner is not None else state.preconditioner
         z = state.residual if M is None else M @ state.residual
         V, AV = state.belief.V, state.belief.W

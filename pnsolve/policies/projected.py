@@ -62,6 +62,7 @@ class Projected(Policy):
     def __call__(
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, object]:
+        """The wrapped policy's actions, projected onto ``range P``."""
         S, memory = self.policy(state, generator)
         return self.projector @ S, memory
 

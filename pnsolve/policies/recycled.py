@@ -61,6 +61,7 @@ class Recycled(Policy):
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
     ) -> RecycledMemory:
+        """The buffered actions captured when the solve starts (copied), and column 0."""
         S = self.buffer.actions
         if S.ndim != 2 or S.shape[0] != A.shape[0]:
             raise ValueError(
@@ -71,6 +72,7 @@ class Recycled(Policy):
     def __call__(
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, RecycledMemory]:
+        """The next ``block_size`` buffered actions."""
         memory = state.policy_memory
         m = memory.actions.shape[1]
         if memory.next >= m:

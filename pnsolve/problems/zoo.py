@@ -153,8 +153,11 @@ def exponential_decay(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> LinearSystem:
-    """SPD system with ``λ_i = scale · exp(−rate · i)`` (default ``cond = 1e3``); see
-    :func:`~pnsolve.problems.spectra.exponential_spectrum` and :func:`spd_from_spectrum`."""
+    """SPD system with ``λ_i = scale · exp(−rate · i)`` (default ``cond = 1e3``).
+
+    See
+    :func:`~pnsolve.problems.spectra.exponential_spectrum` and :func:`spd_from_spectrum`.
+    """
     lam = exponential_spectrum(n, cond=cond, rate=rate, scale=scale)
     label = f"rate={rate:g}" if rate is not None else f"cond={1e3 if cond is None else cond:g}"
     return spd_from_spectrum(
@@ -179,8 +182,11 @@ def polynomial_decay(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> LinearSystem:
-    """SPD system with ``λ_i = scale · (i + 1)^(−power)``; see
-    :func:`~pnsolve.problems.spectra.polynomial_spectrum`."""
+    """SPD system with ``λ_i = scale · (i + 1)^(−power)``.
+
+    See
+    :func:`~pnsolve.problems.spectra.polynomial_spectrum`.
+    """
     lam = polynomial_spectrum(n, power=power, scale=scale)
     return spd_from_spectrum(
         lam,
@@ -205,9 +211,12 @@ def clustered(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> LinearSystem:
-    """SPD system whose eigenvalues form a few clusters (``spread = 0``: exactly
-    ``min(k, n)`` distinct values, CG terminates in that many steps); see
-    :func:`~pnsolve.problems.spectra.clustered_spectrum`."""
+    """SPD system whose eigenvalues form a few clusters.
+
+    With ``spread = 0`` there are exactly ``min(k, n)`` distinct values and CG
+    terminates in that many steps; see
+    :func:`~pnsolve.problems.spectra.clustered_spectrum`.
+    """
     lam = clustered_spectrum(n, clusters=clusters, spread=spread, scale=scale)
     k = clusters if isinstance(clusters, int) else len(clusters)
     return spd_from_spectrum(
@@ -233,8 +242,10 @@ def rank_deficient_plus_jitter(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> LinearSystem:
-    """SPD system ``B + jitter · I`` with ``B`` PSD of rank ``rank`` (default ``n // 2``);
-    see :func:`~pnsolve.problems.spectra.rank_deficient_spectrum`."""
+    """SPD system ``B + jitter · I`` with ``B`` PSD of rank ``rank`` (default ``n // 2``).
+
+    See :func:`~pnsolve.problems.spectra.rank_deficient_spectrum`.
+    """
     lam = rank_deficient_spectrum(n, rank=rank, jitter=jitter, scale=scale)
     r = n // 2 if rank is None else rank
     return spd_from_spectrum(

@@ -91,6 +91,7 @@ class LinearOperatorContract(_DtypeParametrised):
 
     # -------------------------------------------------------------------- tests
     def test_matvec_matches_dense(self, dtype: torch.dtype) -> None:
+        """Matvec matches dense."""
         op, D = self.make(dtype)
         x = self._rand(op.shape[1], dtype=dtype)
         y = op @ x
@@ -98,6 +99,7 @@ class LinearOperatorContract(_DtypeParametrised):
         self._close(y, D @ x, dtype, op.shape[1])
 
     def test_matmat_matches_dense(self, dtype: torch.dtype) -> None:
+        """Matmat matches dense."""
         op, D = self.make(dtype)
         X = self._rand(op.shape[1], 3, dtype=dtype, seed=1)
         Y = op @ X
@@ -106,6 +108,7 @@ class LinearOperatorContract(_DtypeParametrised):
         self._close(op.matmat(X), D @ X, dtype, op.shape[1])
 
     def test_transposed_product(self, dtype: torch.dtype) -> None:
+        """Transposed product."""
         if not self.has_transpose:
             pytest.skip(f"{type(self).__name__}: the operator has no transposed product")
         op, D = self.make(dtype)
@@ -114,10 +117,12 @@ class LinearOperatorContract(_DtypeParametrised):
         self._close(op.T @ X, D.mT @ X, dtype, op.shape[0])
 
     def test_to_dense(self, dtype: torch.dtype) -> None:
+        """To dense."""
         op, D = self.make(dtype)
         self._close(op.to_dense(), D, dtype, op.shape[1])
 
     def test_diagonal(self, dtype: torch.dtype) -> None:
+        """Diagonal."""
         op, D = self.make(dtype)
         if self.has_diagonal:
             d = op.diagonal()
@@ -128,6 +133,7 @@ class LinearOperatorContract(_DtypeParametrised):
                 op.diagonal()
 
     def test_row_block(self, dtype: torch.dtype) -> None:
+        """Row block."""
         if not self.has_rows:
             pytest.skip(f"{type(self).__name__}: the operator has no structured row access")
         op, D = self.make(dtype)
@@ -137,12 +143,14 @@ class LinearOperatorContract(_DtypeParametrised):
         self._close(op.row_block(slice(0, m, 2)), D[0:m:2], dtype, 1)
 
     def test_dtype_and_device_follow(self, dtype: torch.dtype) -> None:
+        """Dtype and device follow."""
         op, D = self.make(dtype)
         assert op.dtype == dtype and op.device == D.device
         y = op @ self._rand(op.shape[1], dtype=dtype)
         assert y.dtype == dtype and y.device == D.device
 
     def test_inputs_not_mutated(self, dtype: torch.dtype) -> None:
+        """Inputs not mutated."""
         op, _ = self.make(dtype)
         X = self._rand(op.shape[1], 2, dtype=dtype, seed=3)
         X0 = X.clone()
@@ -151,18 +159,21 @@ class LinearOperatorContract(_DtypeParametrised):
         assert torch.equal(X, X0)
 
     def test_rejects_bad_shape(self, dtype: torch.dtype) -> None:
+        """Rejects bad shape."""
         op, _ = self.make(dtype)
         bad = torch.zeros(op.shape[1] + 1, dtype=dtype)
         with pytest.raises(ValueError, match="shape"):
             op @ bad
 
     def test_rejects_bad_dtype(self, dtype: torch.dtype) -> None:
+        """Rejects bad dtype."""
         op, _ = self.make(dtype)
         other = torch.float32 if dtype == torch.float64 else torch.float64
         with pytest.raises(TypeError, match="dtype"):
             op @ torch.zeros(op.shape[1], dtype=other)
 
     def test_symmetry_flag_is_truthful(self, dtype: torch.dtype) -> None:
+        """Symmetry flag is truthful."""
         op, D = self.make(dtype)
         if not op.is_symmetric:
             pytest.skip(f"{type(self).__name__}: the operator does not claim symmetry")
@@ -207,6 +218,7 @@ class PolicyContract(_DtypeParametrised):
         return A, b, list(solver.iterate(A, b, generator=torch.Generator().manual_seed(seed)))
 
     def test_actions_have_the_right_shape_dtype_and_device(self, dtype: torch.dtype) -> None:
+        """Actions have the right shape dtype and device."""
         A, b, states = self._states(dtype, 3)
         policy = self.make(dtype)
         memory = policy.initial_memory(A, b, torch.Generator().manual_seed(0))
@@ -217,6 +229,7 @@ class PolicyContract(_DtypeParametrised):
         assert S.dtype == dtype and S.device == A.device
 
     def test_the_state_is_not_modified(self, dtype: torch.dtype) -> None:
+        """The state is not modified."""
         _, _, states = self._states(dtype, 2)
         state = states[1]
         before = (state.residual.clone(), state.belief.mean.clone())
@@ -224,6 +237,7 @@ class PolicyContract(_DtypeParametrised):
         assert torch.equal(state.residual, before[0]) and torch.equal(state.belief.mean, before[1])
 
     def test_randomness_comes_from_the_generator(self, dtype: torch.dtype) -> None:
+        """Randomness comes from the generator."""
         _, _, first = self._states(dtype, 4, seed=3)
         _, _, again = self._states(dtype, 4, seed=3)
         for s1, s2 in zip(first, again):
@@ -232,6 +246,7 @@ class PolicyContract(_DtypeParametrised):
                 assert torch.equal(s1.action, s2.action)
 
     def test_reaches_the_solution_when_it_spans(self, dtype: torch.dtype) -> None:
+        """Reaches the solution when it spans."""
         if not self.spans:
             pytest.skip(f"{type(self).__name__}: the policy is not expected to span R^n")
         A, b, states = self._states(dtype, self.iterations_to_span * 12)
@@ -264,6 +279,7 @@ class StoppingContract(_DtypeParametrised):
         return list(solver.iterate(A, b, generator=torch.Generator().manual_seed(0)))
 
     def test_answers_are_stop_reasons_or_none(self, dtype: torch.dtype) -> None:
+        """Answers are stop reasons or none."""
         criterion = self.make(dtype)
         states = self._solve(dtype, MaxIterations(5))
         memory = criterion.initial_memory(states[0])
@@ -273,6 +289,7 @@ class StoppingContract(_DtypeParametrised):
             assert criterion.check(state, memory) == answer  # no hidden state changes
 
     def test_composes_with_or_and_not(self, dtype: torch.dtype) -> None:
+        """Composes with or and not."""
         criterion = self.make(dtype)
         for composed in (criterion | MaxIterations(2), criterion & MaxIterations(2), ~criterion):
             assert isinstance(composed, StoppingCriterion)
@@ -280,6 +297,7 @@ class StoppingContract(_DtypeParametrised):
         assert states[-1].stop_reason is not None and states[-1].iteration <= 2
 
     def test_a_solve_under_it_ends(self, dtype: torch.dtype) -> None:
+        """A solve under it ends."""
         if not self.stops:
             pytest.skip(f"{type(self).__name__}: the criterion alone need not stop a solve")
         states = self._solve(dtype, self.make(dtype))

@@ -73,9 +73,10 @@ def rtol_for(dtype: torch.dtype) -> float:
 
 
 def peer_tol(dtype: torch.dtype) -> float:
-    """Relative tolerance for agreement with a peer library's solver that does not keep
-    its directions conjugate (e.g. probnum's matrix-based ``problinsolve``, whose iterate
-    after ``n`` steps is accurate to about 1e-7 in float64 at condition number 10).
+    """Relative tolerance for agreement with a peer solver that does not keep conjugacy.
+
+    For example probnum's matrix-based ``problinsolve``, whose iterate after ``n``
+    steps is accurate to about 1e-7 in float64 at condition number 10.
 
     ``eps^(1/3)``: ``6e-6`` in float64, ``5e-3`` in float32.
     """
