@@ -184,14 +184,14 @@ def tune_sgd_lr(X, y, batch_size: int, seed: int, cap: float | None) -> tuple[fl
         try:
             epochs = 0.0
             for B in targets:
-                out = solver.solve(
+                _, info = solver.solve(
                     KernelSystem(kernel, X, noise),
                     B,
                     max_epochs=cap,
                     generator=torch.Generator().manual_seed(seed),
                 )
-                epochs += out.epochs
-                if not out.converged:
+                epochs += info.epochs
+                if not info.converged:
                     raise ValueError(f"not converged within {cap:g} epochs")
         except ValueError as exc:
             trace.append(f"{lr:g}: " + ("diverged" if "diverged" in str(exc) else str(exc)))

@@ -2,23 +2,30 @@
 
 Hyperparameter training of GPs solves ``K̂ [v_y, v_1, …, v_s] = [y, z_1, …, z_s]``
 at every optimiser step: a *mean* system (column 0) and ``s`` probe systems.
-:class:`KernelSystem` provides ``K̂`` through counted, matrix-free accesses; the three
-solvers share one interface, ``solver.solve(system, B, x0=None, *, max_epochs=None,
-generator=None) -> SolveResult``:
+:class:`KernelSystem` is ``K̂`` as a :class:`~pnsolve.linops.LinearOperator` whose
+accesses (products, rows, columns, blocks) are counted in epochs, so any pnsolve solver
+runs on it (the probabilistic linear solver with
+:class:`~pnsolve.stopping.EpochBudget`, for instance). The three solvers here share one
+interface, ``solution, info = solver.solve(system, B, x0=None, *, max_epochs=None,
+generator=None)`` with a :class:`KernelSolveInfo` (iterations, products, residual
+norms and stop reason like every pnsolve info, plus epochs):
 
 * :class:`ConjugateGradients`: batched pivoted-Cholesky-preconditioned CG, one epoch
-  per iteration;
+  per iteration, on the loop of :func:`pnsolve.cg`;
 * :class:`AlternatingProjections`: greedy block Gauss–Seidel with cached block
   Cholesky factors, ``b/n`` epochs per iteration;
 * :class:`StochasticGradientDescent`: minibatch SGD with momentum, ``b/n`` epochs per
   iteration.
 
+All three are *point-estimate* solvers: they return an approximate solution, not a
+belief (a distribution over the solution).
+
 Conventions common to all three (Lin et al., Appendix B):
 
 * **Epochs.** One epoch is the cost of evaluating every entry of ``K̂`` once (``n²``
-  kernel entries); :attr:`SolveResult.epochs` counts them exactly, set-up work included
-  (``epochs == system.epochs`` after minus before), and
-  :attr:`SolveResult.setup_epochs` says how much of it was set-up.
+  kernel entries); :attr:`KernelSolveInfo.epochs` counts them exactly, set-up work
+  included (``epochs == system.epochs`` after minus before), and
+  :attr:`KernelSolveInfo.setup_epochs` says how much of it was set-up.
 * **Normalisation.** Each column is solved as ``K̂ ũ_j = b̃_j`` with
   ``b̃_j = b_j / ‖b_j‖`` and ``u_j = ‖b_j‖ ũ_j`` is returned; ``x0`` is scaled the
   same way. Residual norms are therefore relative, ``‖b_j − K̂u_j‖ / ‖b_j‖``. (The
@@ -35,7 +42,8 @@ Conventions common to all three (Lin et al., Appendix B):
   ``epochs − setup_epochs ≤ max_epochs``. A budget too small for one iteration raises
   ``ValueError``. Without a budget and without ``max_iterations`` the iterations are
   capped at :data:`DEFAULT_MAX_EPOCHS` epochs (``converged=False`` when that stops
-  a solve).
+  a solve). ``info.stop_reason`` says which limit ended a solve (``BUDGET``,
+  ``MAX_ITERATIONS``).
 * **Warm starts.** ``x0`` costs one set-up epoch (its residual ``B̃ − K̂Ũ₀``); a cold
   start has ``R = B̃`` for free.
 """
@@ -43,7 +51,7 @@ Conventions common to all three (Lin et al., Appendix B):
 from ._common import DEFAULT_MAX_EPOCHS
 from .alternating_projections import AlternatingProjections
 from .cg import ConjugateGradients
-from .result import SolveResult
+from .info import KernelSolveInfo
 from .sgd import StochasticGradientDescent
 from .system import KernelSystem
 
@@ -51,7 +59,7 @@ __all__ = [
     "DEFAULT_MAX_EPOCHS",
     "AlternatingProjections",
     "ConjugateGradients",
+    "KernelSolveInfo",
     "KernelSystem",
-    "SolveResult",
     "StochasticGradientDescent",
 ]

@@ -9,8 +9,9 @@ from fractions import Fraction
 
 import torch
 
+from .._core.stop_reason import StopReason
 from .._core.validation import check_finite, check_same_device, check_same_dtype, check_tensor
-from .result import SolveResult
+from .info import KernelSolveInfo
 from .system import KernelSystem
 
 __all__ = [
@@ -67,7 +68,8 @@ def check_count(value: object, name: str) -> int | None:
 
 def confirm_below(dtype: torch.dtype, tol: float, tol_probes: float) -> bool:
     """Whether a tolerance is so tight (``< √eps``) that convergence is confirmed on the
-    true residual: recursively updated residuals drift from ``b − K̂u`` by rounding."""
+    true residual: recursively updated residuals drift from ``b − K̂u`` by rounding.
+    """
     return min(tol, tol_probes) < math.sqrt(torch.finfo(dtype).eps)
 
 
@@ -120,6 +122,8 @@ class Normalised:
         Normalised starting point, shape ``(n, k)`` (zeros for a cold start).
     scale
         ``‖b_j‖`` (``1`` for a zero column), shape ``(k,)``.
+    zero
+        Which columns of ``B`` are zero, bool, shape ``(k,)``.
     warm
         Whether the starting point is not all zeros (then the initial residual costs a
         product; for a cold start it is ``B̃``, for free).
@@ -129,6 +133,7 @@ class Normalised:
         norms = torch.linalg.vector_norm(B, dim=0)
         zero = norms < torch.finfo(B.dtype).tiny
         self.scale = torch.where(zero, torch.ones_like(norms), norms)
+        self.zero = zero
         self.B = B / self.scale
         if x0 is None:
             self.U0 = torch.zeros_like(B)
@@ -146,7 +151,9 @@ class Tracker:
     alternating projections and SGD), at most ``⌊T / c⌋`` iterations run (a quotient
     within rounding of an integer counts as that integer, so ``T = 2·b/n`` computed in
     floating point allows 2 iterations). Set-up work (anything charged inside
-    :meth:`setup`) is counted in the result but not capped.
+    :meth:`setup`, or assigned to :attr:`setup_entries`) is counted in the result but
+    not capped. :meth:`record` keeps the rows of ``info.residual_norms`` (row 0 from
+    :meth:`initial`) and the history.
     """
 
     def __init__(
@@ -163,10 +170,14 @@ class Tracker:
     ) -> None:
         self.system = system
         self.n2 = system.n * system.n
-        self.start = system.entries
+        self.start, self.start_products = system.entries, system.products
         self.setup_entries = 0
+        #: Whether the iteration cap comes from the caller's ``max_epochs`` (``BUDGET``).
+        self.budgeted = False
         if max_epochs is None and max_iterations is None:
             max_epochs = DEFAULT_MAX_EPOCHS
+        else:
+            self.budgeted = max_epochs is not None
         cap = math.inf if max_iterations is None else max_iterations
         if max_epochs is not None:
             affordable = _iterations_within(max_epochs, iteration_epochs)
@@ -176,14 +187,16 @@ class Tracker:
                     f"costs {float(iteration_epochs):.4g} epochs (the budget caps iterations, "
                     "as in Lin et al.'s Algorithms 1–3)"
                 )
+            self.budgeted &= affordable <= cap
             cap = min(cap, affordable)
-        #: Most iterations this solve may run (``math.inf``: no cap).
-        self.max_iterations: int | float = cap
+        #: Most iterations this solve may run.
+        self.max_iterations = int(cap)
         self.tol, self.tol_probes = tol, tol_probes
         #: Per-column tolerances, shape ``(k,)``.
         self.tols = torch.full((k,), tol_probes, dtype=system.dtype, device=system.device)
         self.tols[0] = tol
         self.history: list[tuple[float, float, float]] = []
+        self.rows: list[torch.Tensor] = []
 
     @property
     def spent(self) -> int:
@@ -219,25 +232,48 @@ class Tracker:
         mean, probes = self.summary(norms)
         return mean <= self.tol and (math.isnan(probes) or probes <= self.tol_probes)
 
+    def initial(self, norms: torch.Tensor) -> None:
+        """Row 0 of ``info.residual_norms``: the norms before the first iteration."""
+        self.rows = [norms]
+
     def record(self, norms: torch.Tensor) -> None:
-        """Append ``(epochs, mean, probes)`` to the history."""
+        """Append ``(epochs, mean, probes)`` to the history and ``norms`` to the rows."""
         self.history.append((self.epochs(), *self.summary(norms)))
+        self.rows.append(norms)
 
     def result(
-        self, problem: Normalised, U: torch.Tensor, iterations: int, norms: torch.Tensor
-    ) -> SolveResult:
-        """Undo the normalisation and assemble the :class:`SolveResult`."""
+        self,
+        problem: Normalised,
+        U: torch.Tensor,
+        iterations: int,
+        norms: torch.Tensor,
+        reason: StopReason | None = None,
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
+        """Undo the normalisation: ``(solution, info)``.
+
+        ``reason`` is why a solve that did not meet its tolerances ended early
+        (``STAGNATION``, ``BREAKDOWN``); ``None`` for the cap (``BUDGET`` when the
+        caller's ``max_epochs`` set it, else ``MAX_ITERATIONS``).
+        """
         mean, probes = self.summary(norms)
-        return SolveResult(
-            solution=U * problem.scale,
+        converged = self.met(norms)
+        if converged:
+            reason = StopReason.ZERO_RHS if bool(problem.zero.all()) else StopReason.CONVERGED
+        elif reason is None:
+            reason = StopReason.BUDGET if self.budgeted else StopReason.MAX_ITERATIONS
+        info = KernelSolveInfo(
+            iterations=iterations,
+            products=self.system.products - self.start_products,
+            residual_norms=torch.stack(self.rows),
+            stop_reason=reason,
             epochs=self.epochs(),
             setup_epochs=self.setup_entries / self.n2,
-            iterations=iterations,
             residual_norm_mean=mean,
             residual_norm_probes=probes,
-            converged=self.met(norms),
+            converged=converged,
             history=tuple(self.history),
         )
+        return U * problem.scale, info
 
 
 def _iterations_within(max_epochs: float, iteration_epochs: Fraction) -> int:
@@ -254,7 +290,8 @@ def column_major(R: torch.Tensor) -> torch.Tensor:
     ``(k, n)`` tensor), the layout the solvers keep their residuals in: per-column norms,
     AP's block sums and its update ``R −= K̂[:, I] Δ`` (which the dense system returns in
     this layout) then run over contiguous memory (measured: norms 4× faster at
-    ``n = 1000``, ``k = 65``)."""
+    ``n = 1000``, ``k = 65``).
+    """
     # clone, not .contiguous(): a one-column R is already "contiguous" in both layouts,
     # and .contiguous() would return it uncopied (the solvers then overwrite their B̃)
     return R.mT.clone(memory_format=torch.contiguous_format).mT

@@ -9,6 +9,7 @@ from fractions import Fraction
 import torch
 
 from .._core.errors import NotPositiveDefiniteError
+from .._core.stop_reason import StopReason
 from .._core.validation import check_generator
 from ._common import (
     Normalised,
@@ -23,7 +24,7 @@ from ._common import (
     excess,
     true_residual,
 )
-from .result import SolveResult
+from .info import KernelSolveInfo
 from .system import KernelSystem
 
 __all__ = ["AlternatingProjections"]
@@ -40,7 +41,10 @@ class AlternatingProjections:
     ``Δ = K̂[I, I]⁻¹ R[I]``,  ``U[I] += Δ``,  ``R −= K̂[:, I] Δ``.
 
     This is block Gauss–Seidel with the Gauss–Southwell (greedy) rule; it converges
-    for every SPD ``K̂`` and every column at once.
+    for every SPD ``K̂`` and every column at once. It is a *point-estimate* solver: it
+    returns an approximate solution and a :class:`KernelSolveInfo`, no belief (no
+    distribution over the solution); for a belief about ``K̂⁻¹ b`` run the
+    :class:`~pnsolve.ProbabilisticLinearSolver` on the same :class:`KernelSystem`.
 
     Parameters
     ----------
@@ -70,8 +74,8 @@ class AlternatingProjections:
     ``ValueError``. With ``max_epochs=None`` and ``max_iterations=None`` the cap is
     :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS` epochs' worth of iterations.
 
-    *Set-up* (counted in :attr:`SolveResult.epochs` and
-    :attr:`SolveResult.setup_epochs`, outside the budget): the Cholesky factor of
+    *Set-up* (counted in :attr:`KernelSolveInfo.epochs` and
+    :attr:`KernelSolveInfo.setup_epochs`, outside the budget): the Cholesky factor of
     ``K̂[I, I]`` is computed lazily at the first visit of block ``I`` and cached for the
     rest of the solve (``|I|²`` entries, once per block and solve, as in the paper);
     the warm-start residual ``B̃ − K̂Ũ₀`` costs one epoch (a cold start has ``R = B̃``);
@@ -112,7 +116,7 @@ class AlternatingProjections:
         *,
         max_epochs: float | None = None,
         generator: torch.Generator | None = None,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         """Solve ``K̂ U = B``.
 
         Parameters
@@ -134,7 +138,10 @@ class AlternatingProjections:
 
         Returns
         -------
-        SolveResult
+        solution : torch.Tensor
+            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
+        info : KernelSolveInfo
+            Iterations, epochs (set-up separately), residual norms, stop reason.
 
         Raises
         ------
@@ -152,7 +159,7 @@ class AlternatingProjections:
         B: torch.Tensor,
         x0: torch.Tensor | None,
         max_epochs: float | None,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         n, k = B.shape
         b = min(self.block_size, n)
         starts = list(range(0, n, b))
@@ -173,6 +180,7 @@ class AlternatingProjections:
             R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
         confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
         norms, last_excess = column_norms(R), math.inf
+        track.initial(norms)
         factors: dict[int, torch.Tensor] = {}  # block → Cholesky factor of K̂[I, I]
         blocks = [  # the index tensor of each block, built once
             torch.arange(lo, min(lo + b, n), device=system.device) for lo in starts
@@ -201,7 +209,7 @@ class AlternatingProjections:
                 norms = column_norms(R)
                 previous, last_excess = last_excess, excess(track, norms)
                 if last_excess >= previous:
-                    break
+                    return track.result(problem, U, iteration, norms, StopReason.STAGNATION)
         return track.result(problem, U, iteration, norms)
 
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
 
-from .._core.errors import BreakdownError, NotPositiveDefiniteError
+from .._core.errors import BreakdownError
+from .._core.stop_reason import StopReason
 from .._core.validation import check_generator
+from ..krylov.conjugate_gradient import cg_core
+from ..linops.base import LinearOperator
 from ..preconditioners import PivotedCholesky
 from ._common import (
     Normalised,
@@ -18,12 +20,10 @@ from ._common import (
     check_count,
     check_solve_args,
     check_tol,
-    column_norms,
     confirm_below,
     excess,
-    true_residual,
 )
-from .result import SolveResult
+from .info import KernelSolveInfo
 from .system import KernelSystem
 
 __all__ = ["ConjugateGradients"]
@@ -34,7 +34,10 @@ class ConjugateGradients:
     """Preconditioned CG run on all right-hand sides at once (Algorithm 1 of Lin et al.).
 
     The ``k`` columns are ``k`` independent CG recursions (own ``α_j, β_j``) that share
-    one product ``K̂ D`` per iteration: **one epoch per iteration**.
+    one product ``K̂ D`` per iteration: **one epoch per iteration**. The iterations are
+    those of :func:`pnsolve.cg`: the loop is :func:`pnsolve.krylov.conjugate_gradient.cg_core`,
+    here with per-column tolerances, the recursive residual (classical PCG) and a stop
+    hook for the aggregate tolerances below.
 
     Parameters
     ----------
@@ -60,8 +63,8 @@ class ConjugateGradients:
     ``max_epochs=None`` and ``max_iterations=None`` the cap is
     :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS` iterations.
 
-    *Set-up* (counted in :attr:`SolveResult.epochs` and
-    :attr:`SolveResult.setup_epochs`, outside the budget): the initial residual
+    *Set-up* (counted in :attr:`KernelSolveInfo.epochs` and
+    :attr:`KernelSolveInfo.setup_epochs`, outside the budget): the initial residual
     ``B̃ − K̂ Ũ₀`` of a warm start (one epoch; a cold start has ``R = B̃`` for free),
     the preconditioner (``n`` diagonal entries plus one column of ``K̂`` per pivot,
     ``(rank + 1)/n`` epochs, built only when an iteration runs) and true-residual
@@ -76,8 +79,8 @@ class ConjugateGradients:
     ``3.5e-4`` in float32) the recursive residual may have drifted from ``B̃ − K̂Ũ`` by
     more than the tolerance, so convergence is confirmed on the true residual (one
     set-up epoch). If the confirmation fails, CG restarts from the true residual; it
-    gives up when a confirmation shows no progress over the previous one (the
-    tolerance is below the attainable accuracy).
+    gives up (``StopReason.STAGNATION``) when a confirmation shows no progress over the
+    previous one (the tolerance is below the attainable accuracy).
 
     *Algorithm 1* initialises the direction with ``d ← b`` (a misprint); we use the
     preconditioned residual ``d ← P⁻¹ r`` of standard PCG.
@@ -85,7 +88,9 @@ class ConjugateGradients:
     Raises
     ------
     NotPositiveDefiniteError
-        If a direction has non-positive curvature ``dᵀ K̂ d ≤ 0`` (the iteration is named).
+        If a direction has clearly negative curvature ``dᵀ K̂ d < 0`` (the iteration is
+        named); curvature zero at rounding level freezes the column
+        (``StopReason.BREAKDOWN``), as in :func:`pnsolve.cg`.
     BreakdownError
         If the residual becomes non-finite (a subclass of ``ArithmeticError``).
     """
@@ -111,7 +116,7 @@ class ConjugateGradients:
         *,
         max_epochs: float | None = None,
         generator: torch.Generator | None = None,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         """Solve ``K̂ U = B``.
 
         Parameters
@@ -132,7 +137,10 @@ class ConjugateGradients:
 
         Returns
         -------
-        SolveResult
+        solution : torch.Tensor
+            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
+        info : KernelSolveInfo
+            Iterations, epochs (set-up separately), residual norms, stop reason.
 
         Raises
         ------
@@ -150,7 +158,7 @@ class ConjugateGradients:
         B: torch.Tensor,
         x0: torch.Tensor | None,
         max_epochs: float | None,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         n, k = B.shape
         problem = Normalised(B, x0)
         tol_probes = self.tol if self.tol_probes is None else self.tol_probes
@@ -165,56 +173,72 @@ class ConjugateGradients:
             what="CG",
         )
         rank = min(self.preconditioner_rank, n - 1)
-        U = problem.U0.clone()
-        with track.setup():
-            R = true_residual(system, problem, U) if problem.warm else problem.B.clone()
-        norms, last_excess = column_norms(R), math.inf
-        if track.met(norms) or not track.can_iterate(0):
-            return track.result(problem, U, 0, norms)  # no preconditioner needed
-        with track.setup():
-            precond = _preconditioner(system, rank)
+        M = _LazyPivotedCholesky(system, rank) if rank > 0 else None
+        gate = _Gate(track)
+        U = problem.U0 if problem.warm else None
         confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
-        active, P = norms > track.tols, precond(R)
-        D, gamma = P.clone(), (R * P).sum(0)
-        iteration = 0
-        while not track.met(norms) and track.can_iterate(iteration):
-            a = active.nonzero().squeeze(-1)
-            Z = system.matmul(D[:, a])  # the iteration's only product with K̂
-            curvature = (D[:, a] * Z).sum(0)
-            if not bool((curvature > 0).all()):
-                raise NotPositiveDefiniteError(
-                    f"CG met non-positive curvature dᵀK̂d ≤ 0 at iteration {iteration}: "
-                    "K̂ is not numerically positive definite (increase the noise)",
-                    iteration,
-                )
-            alpha = gamma[a] / curvature
-            U[:, a] += alpha * D[:, a]
-            R[:, a] -= alpha * Z
-            P_a = precond(R[:, a])
-            gamma_new = (R[:, a] * P_a).sum(0)
-            D[:, a] = P_a + (gamma_new / gamma[a]) * D[:, a]
-            gamma[a] = gamma_new
-            iteration += 1
-            norms = column_norms(R)
+        while True:  # one run, and one more per failed confirmation of a tight tolerance
+            U, info = cg_core(
+                system,
+                problem.B,
+                U,
+                tolerances=track.tols,
+                maxiter=track.max_iterations - gate.iterations,
+                M=M,
+                stop=gate,
+                exact_residuals=False,
+            )
+            gate.iterations += info.iterations
+            claimed = info.stop_reason is StopReason.CONVERGED and info.iterations > 0
+            if not (confirm and claimed):
+                break
+            gate.confirming = True  # the next run starts from the true residual
+        track.setup_entries = track.spent - gate.iterations * track.n2
+        reason = info.stop_reason if info.stop_reason is not StopReason.MAX_ITERATIONS else None
+        return track.result(problem, U, gate.iterations, info.residual_norms[-1], reason)
+
+
+class _Gate:
+    """The stop hook (``StopHook`` of :func:`~pnsolve.krylov.conjugate_gradient.cg_core`)
+    of the CG runs of one solve: records the history and stops on the aggregate
+    tolerances; at the start of a run that confirms a claim, judges the true residual.
+    """
+
+    def __init__(self, track: Tracker) -> None:
+        self.track = track
+        self.iterations = 0  # of the runs before the current one
+        self.confirming = False
+        self.last_excess = math.inf
+
+    def __call__(self, iteration: int, norms: torch.Tensor) -> StopReason | None:
+        track = self.track
+        if iteration == 0 and self.confirming:  # the true residual of a claimed solution
+            previous, self.last_excess = self.last_excess, excess(track, norms)
+            if track.met(norms):
+                return StopReason.CONVERGED
+            return StopReason.STAGNATION if self.last_excess >= previous else None
+        if iteration == 0:
+            track.initial(norms)
+        else:
             if not bool(torch.isfinite(norms).all()):
-                raise BreakdownError(f"CG residual became non-finite at iteration {iteration}")
+                raise BreakdownError(
+                    f"CG residual became non-finite at iteration {self.iterations + iteration}"
+                )
             track.record(norms)
-            active &= norms > track.tols
-            if confirm and track.met(norms):
-                with track.setup():
-                    R = true_residual(system, problem, U)
-                norms = column_norms(R)
-                previous, last_excess = last_excess, excess(track, norms)
-                if track.met(norms) or last_excess >= previous:
-                    break
-                active, P = norms > track.tols, precond(R)  # restart from the true residual
-                D, gamma = P.clone(), (R * P).sum(0)
-        return track.result(problem, U, iteration, norms)
+        return StopReason.CONVERGED if track.met(norms) else None
 
 
-def _preconditioner(system: KernelSystem, rank: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``R ↦ P⁻¹ R`` for the rank-``rank`` pivoted Cholesky of ``K̂`` (identity for 0)."""
-    if rank == 0:
-        return lambda R: R.clone()
-    M = PivotedCholesky(system.as_linop(), rank)
-    return M.matmat
+class _LazyPivotedCholesky(LinearOperator):
+    """``P⁻¹`` of the rank-``rank`` pivoted Cholesky of ``K̂``, factorised at the first
+    application (so a solve that runs no iteration pays nothing for it).
+    """
+
+    def __init__(self, system: KernelSystem, rank: int) -> None:
+        super().__init__(system.shape, system.dtype, system.device, is_symmetric=True)
+        self.system, self.rank = system, rank
+        self._inverse: PivotedCholesky | None = None
+
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        if self._inverse is None:
+            self._inverse = PivotedCholesky(self.system, self.rank)
+        return self._inverse.matmat(X)

@@ -19,7 +19,7 @@ from ._common import (
     column_norms,
     true_residual,
 )
-from .result import SolveResult
+from .info import KernelSolveInfo
 from .system import KernelSystem
 
 __all__ = ["DEFAULT_LEARNING_RATE", "DIVERGENCE_FACTOR", "StochasticGradientDescent"]
@@ -44,7 +44,10 @@ class StochasticGradientDescent:
     *Objective and scaling.* This is SGD with step ``γ`` on
     ``L(u) = (1/n)(½ uᵀK̂u − b̃ᵀu)``, whose gradient ``(K̂u − b̃)/n`` has the unbiased
     minibatch estimate ``(1/b) Σ_{i∈I} e_i (K̂u − b̃)_i``: exactly Algorithm 3's
-    ``γ/b`` update. There is no Polyak averaging (it would spoil the residual
+    ``γ/b`` update. It is a *point-estimate* solver: it returns an approximate solution
+    and a :class:`KernelSolveInfo`, no belief (no distribution over the solution; for a
+    belief about ``K̂⁻¹ b`` run the :class:`~pnsolve.ProbabilisticLinearSolver` on the
+    same :class:`KernelSystem`). There is no Polyak averaging (it would spoil the residual
     estimate). The mean dynamics are heavy-ball on ``K̂/n``: stable for
     ``γ λ_max(K̂)/n < 2(1 + ρ)``. Since ``λ_max(K̂) ≤ n·outputscale + σ²``,
     ``γ ≤ 2(1 + ρ)/(outputscale + σ²/n)`` is safe for *every* kernel matrix; local
@@ -67,8 +70,8 @@ class StochasticGradientDescent:
     residual ``−G`` that the gradient provides for free; it starts as ``B̃`` for a cold
     start and as the true residual ``B̃ − K̂Ũ₀`` (one epoch) for a warm start (the
     paper starts from ``B̃`` in both cases, which makes a good warm start look
-    unconverged for about ``n/b · log n`` iterations). :attr:`SolveResult.history`
-    reports the estimate.
+    unconverged for about ``n/b · log n`` iterations). :attr:`KernelSolveInfo.history`
+    and ``residual_norms`` report the estimate.
 
     *True residual.* When the estimate meets the tolerances, or when the iteration cap
     is reached, the true residual ``B̃ − K̂Ũ`` is computed (one set-up epoch each, see
@@ -101,8 +104,8 @@ class StochasticGradientDescent:
     ``max_iterations=None`` the cap is :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`
     epochs' worth of iterations.
 
-    *Set-up* (counted in :attr:`SolveResult.epochs` and
-    :attr:`SolveResult.setup_epochs`, outside the budget): the warm-start residual
+    *Set-up* (counted in :attr:`KernelSolveInfo.epochs` and
+    :attr:`KernelSolveInfo.setup_epochs`, outside the budget): the warm-start residual
     (one epoch) and the true residuals above (one epoch each: at least one per solve
     that iterates, the final one; more when the estimate claims convergence falsely).
 
@@ -140,7 +143,7 @@ class StochasticGradientDescent:
         *,
         max_epochs: float | None = None,
         generator: torch.Generator | None = None,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         """Solve ``K̂ U = B``.
 
         Parameters
@@ -163,7 +166,10 @@ class StochasticGradientDescent:
 
         Returns
         -------
-        SolveResult
+        solution : torch.Tensor
+            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
+        info : KernelSolveInfo
+            Iterations, epochs (set-up separately), residual norms, stop reason.
 
         Raises
         ------
@@ -185,7 +191,7 @@ class StochasticGradientDescent:
         x0: torch.Tensor | None,
         max_epochs: float | None,
         generator: torch.Generator,
-    ) -> SolveResult:
+    ) -> tuple[torch.Tensor, KernelSolveInfo]:
         n, k = B.shape
         b = min(self.batch_size, n)
         problem = Normalised(B, x0)
@@ -204,6 +210,7 @@ class StochasticGradientDescent:
         with track.setup():
             R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
         norms, exact = column_norms(R), True
+        track.initial(norms)
         limit = DIVERGENCE_FACTOR * max(1.0, float(norms.max()))
         iteration = 0
         while True:

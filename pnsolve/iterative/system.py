@@ -18,27 +18,35 @@ __all__ = ["KernelSystem"]
 _BACKENDS = ("auto", "dense", "chunked", "keops")
 
 
-class KernelSystem:
-    """``K̂ = k(X, X) + σ² I`` for the solvers of :mod:`pnsolve.iterative`.
+class KernelSystem(LinearOperator):
+    """``K̂ = k(X, X) + σ² I`` as a counted, symmetric positive definite linear operator.
 
-    Every access reports the kernel entries it costs in :attr:`entries` (the cost model
-    of the hyperparameter-training literature: one *epoch* is every entry of ``K̂``
-    once, ``n²`` entries).
+    A :class:`~pnsolve.linops.LinearOperator` (``system @ V``, ``matmat``, ``diagonal``,
+    ``row_block``, ``column_block``, ``to_dense``), so every solver of pnsolve runs on
+    it: :func:`pnsolve.cg`, the :class:`~pnsolve.ProbabilisticLinearSolver` (stopped by
+    :class:`~pnsolve.stopping.EpochBudget`, say), a
+    :class:`~pnsolve.preconditioners.PivotedCholesky` factorisation, and the kernel-system
+    solvers of :mod:`pnsolve.iterative`. Every access, through the operator interface or
+    the row and column accesses below, reports the kernel entries it costs in
+    :attr:`entries` (the cost model of the hyperparameter-training literature: one
+    *epoch* is every entry of ``K̂`` once, ``n²`` entries).
 
-    ============================  ===========  ======================
-    access                        shape        entries counted
-    ============================  ===========  ======================
-    :meth:`matmul` ``(V)``        ``(n, k)``   ``n²``
-    :meth:`rows` ``(idx, V)``     ``(b, k)``   ``b·n``
-    :meth:`columns` ``(idx, W)``  ``(n, k)``   ``b·n``
-    :meth:`row_block` ``(idx)``   ``(b, n)``   ``b·n``
-    :meth:`block` ``(idx)``       ``(b, b)``   ``b²``
-    :meth:`diagonal` ``()``       ``(n,)``     ``n``
-    ============================  ===========  ======================
+    ===============================================  ===========  ======================
+    access                                           shape        entries counted
+    ===============================================  ===========  ======================
+    :meth:`matmul` ``(V)``, ``matmat``, ``@``          ``(n, k)``   ``n²``
+    :meth:`rows` ``(idx, V)``                        ``(b, k)``   ``b·n``
+    :meth:`columns` ``(idx, W)``                     ``(n, k)``   ``b·n``
+    ``row_block(idx)``, ``column_block(idx)``        ``(b, n)``   ``b·n``
+    :meth:`block` ``(idx)``                          ``(b, b)``   ``b²``
+    ``diagonal()``                                   ``(n,)``     ``n``
+    ===============================================  ===========  ======================
 
-    The count does not depend on ``k`` (the number of right-hand sides) nor on the
-    backend: the dense backend evaluates ``K`` once and then reuses it, but is charged
-    as if it recomputed the entries, so budgets mean the same at every size.
+    (``column_block`` returns ``(n, b)``; ``to_dense()`` is one product with the
+    identity, ``n²`` entries.) The count does not depend on ``k`` (the number of
+    right-hand sides) nor on the backend: the dense backend evaluates ``K`` once and then
+    reuses it, but is charged as if it recomputed the entries, so budgets mean the same
+    at every size. :attr:`products` counts the full products ``K̂ V`` alone.
 
     Parameters
     ----------
@@ -83,8 +91,9 @@ class KernelSystem:
     >>> X = torch.randn(50, 2, dtype=torch.float64, generator=g)
     >>> system = pn.iterative.KernelSystem(pn.kernels.RBF(lengthscale=0.5), X, 0.1)
     >>> _ = system.matmul(torch.ones(50, 3, dtype=torch.float64))
-    >>> system.entries, system.epochs
-    (2500, 1.0)
+    >>> _ = system @ torch.ones(50, dtype=torch.float64)  # the LinearOperator interface
+    >>> system.entries, system.epochs, system.products
+    (5000, 2.0, 2)
     """
 
     def __init__(
@@ -103,9 +112,10 @@ class KernelSystem:
         self._noise = _check_noise(noise)
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        n = X.shape[0]
+        super().__init__((n, n), X.dtype, X.device, is_symmetric=True, is_psd=True)
         self._kernel = copy.deepcopy(kernel).requires_grad_(False)
         self._X = X
-        n = X.shape[0]
         if backend == "auto":
             backend = choose_backend(n, n, X.dtype, X.device)
         #: The backend in use: ``"dense"``, ``"chunked"`` or ``"keops"``.
@@ -114,6 +124,7 @@ class KernelSystem:
         self._K: torch.Tensor | None = None
         self._tile = tile_shape(n, n, X.element_size())
         self._entries = 0
+        self._products = 0
 
     def __repr__(self) -> str:
         return (
@@ -126,16 +137,6 @@ class KernelSystem:
     def n(self) -> int:
         """Number of data points (``K̂`` is ``n × n``)."""
         return self._X.shape[0]
-
-    @property
-    def dtype(self) -> torch.dtype:
-        """Dtype of ``X`` and of every output."""
-        return self._X.dtype
-
-    @property
-    def device(self) -> torch.device:
-        """Device of ``X`` and of every output."""
-        return self._X.device
 
     @property
     def X(self) -> torch.Tensor:
@@ -162,6 +163,11 @@ class KernelSystem:
         """``entries / n²``: how many times every entry of ``K̂`` has been paid for."""
         return self._entries / (self.n * self.n)
 
+    @property
+    def products(self) -> int:
+        """Full products ``K̂ V`` so far (:meth:`matmul`, ``matmat``, ``@``; any ``k``)."""
+        return self._products
+
     # ----------------------------------------------------------------- accesses
     @torch.no_grad()
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
@@ -179,6 +185,7 @@ class KernelSystem:
         """
         V = self._check_matrix(V, "V")
         self._entries += self.n * self.n
+        self._products += 1
         KV = self._dense() @ V if self._op is None else self._op.matmat(V)
         return KV.add_(V, alpha=self._noise)
 
@@ -251,29 +258,6 @@ class KernelSystem:
         return out
 
     @torch.no_grad()
-    def row_block(self, idx: torch.Tensor) -> torch.Tensor:
-        """Dense rows ``K̂[idx, :]`` (``b·n`` entries; holds ``b·n`` numbers).
-
-        Parameters
-        ----------
-        idx
-            Distinct row indices, integer tensor of shape ``(b,)``.
-
-        Returns
-        -------
-        torch.Tensor
-            Shape ``(b, n)``.
-        """
-        idx = self._check_index(idx)
-        self._entries += idx.numel() * self.n
-        if self._op is None:
-            out = self._dense()[idx]
-        else:
-            out = dense_block(self._kernel, self._X[idx], self._X)
-        out[torch.arange(idx.numel(), device=self.device), idx] = self._diagonal_value()
-        return out
-
-    @torch.no_grad()
     def block(self, idx: torch.Tensor) -> torch.Tensor:
         """Dense principal block ``K̂[idx, idx]`` (``b²`` entries), exactly symmetric.
 
@@ -296,19 +280,33 @@ class KernelSystem:
         out.diagonal().add_(self._noise)
         return out
 
+    def as_linop(self) -> LinearOperator:
+        """The system itself (it is a :class:`~pnsolve.linops.LinearOperator`); kept for
+        code written when it was not.
+        """
+        return self
+
+    # -------------------------------------------------- LinearOperator interface
+    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
+        return self.matmul(X)  # through the public method: counted like it
+
     @torch.no_grad()
-    def diagonal(self) -> torch.Tensor:
+    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
+        """Dense rows ``K̂[rows, :]`` (``b·n`` entries), shape ``(b, n)``."""
+        idx = self._check_index(rows)
+        self._entries += idx.numel() * self.n
+        if self._op is None:
+            out = self._dense()[idx]
+        else:
+            out = dense_block(self._kernel, self._X[idx], self._X)
+        out[torch.arange(idx.numel(), device=self.device), idx] = self._diagonal_value()
+        return out
+
+    @torch.no_grad()
+    def _diagonal(self) -> torch.Tensor:
         """``diag K̂ = outputscale + σ²`` (``n`` entries); shape ``(n,)``."""
         self._entries += self.n
         return self._diagonal_value().expand(self.n).clone()
-
-    def as_linop(self) -> LinearOperator:
-        """A symmetric :class:`~pnsolve.linops.LinearOperator` view of ``K̂``.
-
-        Its products, diagonal and row blocks go through this system and are counted
-        (used to build a :class:`~pnsolve.preconditioners.PivotedCholesky`).
-        """
-        return _SystemOperator(self)
 
     # ------------------------------------------------------------------ helpers
     def _dense(self) -> torch.Tensor:
@@ -345,24 +343,6 @@ class KernelSystem:
         if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= self.n):
             raise IndexError(f"idx must hold indices in [0, {self.n}), got out-of-range values")
         return idx.long()
-
-
-class _SystemOperator(LinearOperator):
-    """``K̂`` as a symmetric PSD linear operator whose accesses are counted by the system."""
-
-    def __init__(self, system: KernelSystem) -> None:
-        n = system.n
-        super().__init__((n, n), system.dtype, system.device, is_symmetric=True, is_psd=True)
-        self.system = system
-
-    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        return self.system.matmul(X)
-
-    def _diagonal(self) -> torch.Tensor:
-        return self.system.diagonal()
-
-    def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
-        return self.system.row_block(rows)
 
 
 def _check_noise(noise: object) -> float:

@@ -1,15 +1,61 @@
-"""Breakdown checks shared by the CG iterations (``pn.cg`` and ULISSE's truncated CG)."""
+"""The working set of the CG iterations and its safeguards: breakdown checks (shared by
+``pn.cg`` and ULISSE's truncated CG) and the residual replacement of ``pn.cg``.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from .._core.errors import NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 
-__all__ = ["check_preconditioner", "curvature_failure"]
+if TYPE_CHECKING:
+    from .cg_info import ProductCount
+
+__all__ = [
+    "RELIABLE_UPDATE_FACTOR",
+    "ActiveColumns",
+    "check_preconditioner",
+    "curvature_failure",
+    "replace_residuals",
+]
+
+#: Periodic ("reliable update") replacement factor: in low precision the recursive
+#: residual of a column is replaced by the true one whenever it has dropped by this
+#: factor since the last replacement.
+RELIABLE_UPDATE_FACTOR = 1e-2
+
+
+@dataclass
+class ActiveColumns:
+    """The compacted working set of still-active columns (private to one run). ``X``
+    aliases the returned solution while every column is active; after the first column
+    stops, the working set holds copies and frozen columns are written back once.
+    """
+
+    idx: torch.Tensor  # (ka,) indices into the full block
+    X: torch.Tensor  # (n, ka) iterates
+    B: torch.Tensor  # (n, ka) right-hand sides
+    R: torch.Tensor  # (n, ka) residuals
+    P: torch.Tensor  # (n, ka) search directions
+    tol: torch.Tensor  # (ka,) thresholds
+    rz: torch.Tensor  # (ka,) rᵀ M r
+    rmax: torch.Tensor  # (ka,) largest ‖r‖ since the last replacement
+    best: torch.Tensor  # (ka,) smallest true residual of a failed convergence claim
+    stalls: torch.Tensor  # (ka,) consecutive failed claims without halving ``best``
+    aliased: bool
+
+    def keep(self, mask: torch.Tensor) -> None:
+        """Drop the columns where ``mask`` is False."""
+        for name in ("X", "B", "R", "P"):
+            setattr(self, name, getattr(self, name)[:, mask])
+        for name in ("idx", "tol", "rz", "rmax", "best", "stalls"):
+            setattr(self, name, getattr(self, name)[mask])
+        self.aliased = False
 
 
 def curvature_failure(
@@ -47,3 +93,30 @@ def check_preconditioner(M: LinearOperator | None, rz: torch.Tensor, it: int) ->
         raise NotPositiveDefiniteError(
             f"M is not positive definite: rᵀ M r ≤ 0 at iteration {it} (0-based)", iteration=it
         )
+
+
+def replace_residuals(
+    A: LinearOperator, cols: ActiveColumns, rn: torch.Tensor, reliable: bool, count: ProductCount
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Recompute true residuals where needed; update ``cols.R`` and ``rn`` in place.
+
+    Returns ``(restart, stuck)`` masks: columns whose residual was replaced and did
+    not meet the tolerance (their direction restarts) and columns whose true residual
+    stagnated (three replacements in a row without halving the best true residual).
+    """
+    claims = rn <= cols.tol
+    check = claims | (rn <= RELIABLE_UPDATE_FACTOR * cols.rmax) if reliable else claims
+    if not bool(check.any()):
+        torch.maximum(cols.rmax, rn, out=cols.rmax)
+        return claims, claims
+    c = check.nonzero().squeeze(1)
+    Rt = cols.B[:, c] - count(A, cols.X[:, c], check=True)
+    cols.R[:, c] = Rt
+    rn[c] = torch.linalg.vector_norm(Rt, dim=0)
+    cols.rmax[c] = rn[c]
+    torch.maximum(cols.rmax, rn, out=cols.rmax)
+    restart = check & (rn > cols.tol)
+    improved = rn < 0.5 * cols.best
+    cols.stalls = torch.where(restart, torch.where(improved, 0, cols.stalls + 1), cols.stalls)
+    cols.best = torch.where(restart, torch.minimum(cols.best, rn), cols.best)
+    return restart, cols.stalls >= 3

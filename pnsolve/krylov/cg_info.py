@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from .._core.info import IterationInfo
+from .._core.stop_reason import StopReason
+from ..linops.base import LinearOperator
 
-__all__ = ["CGInfo"]
+__all__ = ["CGInfo", "ProductCount", "squeezed", "stop_reason_of"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,3 +67,49 @@ class CGInfo(IterationInfo):
     def success(self) -> bool:
         """Whether every column converged (``b = 0`` counts as converged)."""
         return bool(self.converged.all())
+
+
+class ProductCount:
+    """Counts products with ``A``, columns multiplied and true-residual checks (what
+    :class:`CGInfo` reports); ``count(A, V)`` returns ``A @ V``.
+    """
+
+    def __init__(self) -> None:
+        self.products = self.matvecs = self.checks = 0
+
+    def __call__(self, A: LinearOperator, V: torch.Tensor, check: bool = False) -> torch.Tensor:
+        self.products += 1
+        self.matvecs += V.shape[1]
+        self.checks += int(check)
+        return A.matmat(V)
+
+
+def stop_reason_of(
+    converged: torch.Tensor,
+    zero_rhs: torch.Tensor,
+    broken: torch.Tensor,
+    stagnated: torch.Tensor,
+    by_callback: bool,
+) -> StopReason:
+    """Why a run ended, from the per-column outcomes (bool tensors of shape ``(k,)``)."""
+    if bool(zero_rhs.all()):
+        return StopReason.ZERO_RHS
+    if bool(converged.all()):
+        return StopReason.CONVERGED
+    if by_callback:
+        return StopReason.CALLBACK
+    if not bool((converged | broken | stagnated).all()):
+        return StopReason.MAX_ITERATIONS
+    return StopReason.BREAKDOWN if bool(broken.any()) else StopReason.STAGNATION
+
+
+def squeezed(info: CGInfo) -> CGInfo:
+    """Drop the column dimension of a single right-hand side's record."""
+    return replace(
+        info,
+        residual_norms=info.residual_norms.squeeze(-1),
+        true_residual_norms=info.true_residual_norms.squeeze(-1),
+        tolerances=info.tolerances.squeeze(-1),
+        column_iterations=info.column_iterations.squeeze(-1),
+        converged=info.converged.squeeze(-1),
+    )

@@ -1,12 +1,14 @@
-"""Conjugate gradients with per-column stopping and residual replacement."""
+"""Conjugate gradients: the front door :func:`cg` and the loop behind it, :func:`cg_core`
+(per-column tolerances, a stop hook), on which the kernel-system CG runs too."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from .._core.stop_reason import StopReason
 from ..linops.base import LinearOperator
@@ -17,15 +19,19 @@ from ..linops.checks import (
     check_nonnegative,
     check_optional_count,
 )
-from .breakdown import check_preconditioner, curvature_failure
-from .cg_info import CGInfo
+from .breakdown import (
+    RELIABLE_UPDATE_FACTOR,
+    ActiveColumns,
+    check_preconditioner,
+    curvature_failure,
+    replace_residuals,
+)
+from .cg_info import CGInfo, ProductCount, squeezed, stop_reason_of
 
-__all__ = ["cg"]
+__all__ = ["RELIABLE_UPDATE_FACTOR", "StopHook", "cg", "cg_core"]
 
-#: Periodic ("reliable update") replacement factor: in low precision the recursive
-#: residual of a column is replaced by the true one whenever it has dropped by this
-#: factor since the last replacement.
-RELIABLE_UPDATE_FACTOR = 1e-2
+#: ``stop(iteration, norms) -> StopReason | None`` of :func:`cg_core` (its ``stop``).
+StopHook = Callable[[int, torch.Tensor], StopReason | None]
 
 
 def cg(
@@ -131,216 +137,263 @@ def cg(
         def callback(X: torch.Tensor) -> object:
             return user_callback(X.squeeze(-1))
 
+    B = b.unsqueeze(-1) if vector else b
     with torch.no_grad():
-        X, info = _cg(A, b.unsqueeze(-1) if vector else b, x0, rtol, atol, maxiter, M, callback)
+        tolerances = torch.clamp(rtol * torch.linalg.vector_norm(B, dim=0), min=atol)
+        X, info = cg_core(A, B, x0, tolerances=tolerances, maxiter=maxiter, M=M, callback=callback)
     if vector:
-        X = X.squeeze(-1)
-        info = _squeeze_info(info)
+        return X.squeeze(-1), squeezed(info)
     return X, info
+
+
+def cg_core(
+    A: LinearOperator,
+    B: torch.Tensor,
+    x0: torch.Tensor | None = None,
+    *,
+    tolerances: torch.Tensor,
+    maxiter: int,
+    M: LinearOperator | None = None,
+    callback: Callable[[torch.Tensor], object] | None = None,
+    stop: StopHook | None = None,
+    exact_residuals: bool = True,
+) -> tuple[torch.Tensor, CGInfo]:
+    """The CG loop behind :func:`cg`, for pnsolve's solvers (arguments not converted).
+
+    Column ``j`` stops once ``‖r_j‖ ≤ tolerances[j]``; products multiply the
+    still-active columns only.
+
+    Parameters
+    ----------
+    A
+        SPD :class:`~pnsolve.linops.LinearOperator`, shape ``(n, n)``.
+    B
+        Right-hand sides, shape ``(n, k)``.
+    x0
+        Initial guess, shape ``(n, k)``; ``None``: zero (the residual ``B`` is free).
+    tolerances
+        Thresholds on ``‖r_j‖``, shape ``(k,)`` (:func:`cg`: ``max(rtol·‖b_j‖, atol)``).
+    maxiter
+        Most iterations; no preconditioner is applied when none runs.
+    M, callback
+        As in :func:`cg` (``callback`` receives the ``(n, k)`` iterate).
+    stop
+        :data:`StopHook` ``stop(iteration, norms)``, called before the first iteration
+        and after each (after ``callback``) with the residual norms of all ``k`` columns
+        (a stopped column repeats its last value), shape ``(k,)``; a
+        :class:`~pnsolve.StopReason` ends the run with that reason (aggregate
+        tolerances, budgets, history records).
+    exact_residuals
+        ``True`` (:func:`cg`): confirm convergence claims on the true residual, replace
+        residuals periodically in low precision, stop stagnating columns, and spend one
+        final product on the true residuals of unconverged columns (:func:`cg`, Notes).
+        ``False``: classical PCG, as the kernel-system CG runs it: the recursive
+        residual is trusted (no extra product; ``info.true_residual_norms`` holds the
+        recursive norms), updates are unfused and each direction is computed before its
+        column freezes (that solver's order, so its iterates are unchanged bit for bit).
+
+    Returns
+    -------
+    X : torch.Tensor
+        Shape ``(n, k)``.
+    info : CGInfo
+        As for :func:`cg` (stop reason: the hook's, if it ended the run).
+    """
+    _check_core(A, B, x0, tolerances, maxiter)
+    run = _Run.start(A, B, x0, tolerances, exact_residuals)
+    reason = None if stop is None else stop(0, run.history[-1])
+    cols = None
+    if reason is None and maxiter > 0 and not bool(run.converged.all()):
+        cols = run.columns(M)
+        reason = _iterate(run, cols, M, maxiter, callback, stop)
+    return run.X, run.finish(cols, reason)
+
+
+def _check_core(A: object, B: torch.Tensor, x0: object, tol: torch.Tensor, maxiter: int) -> None:
+    if not isinstance(A, LinearOperator) or B.ndim != 2 or A.shape != (B.shape[0],) * 2:
+        raise ValueError(f"need a square LinearOperator A and B of shape (n, k), got {A!r}")
+    if tol.shape != B.shape[1:] or (x0 is not None and x0.numel() != B.numel()):
+        raise ValueError(f"tolerances must have shape ({B.shape[1]},) and x0 B's size")
+    if isinstance(maxiter, bool) or not isinstance(maxiter, int) or maxiter < 0:
+        raise ValueError(f"maxiter must be an int ≥ 0, got {maxiter!r}")
 
 
 @dataclass
-class _Columns:
-    """The compacted working set of still-active columns (private to one run).
+class _Run:
+    """Bookkeeping of one run over the full block of ``k`` columns (private)."""
 
-    ``X`` aliases the caller-visible solution while every column is active; after
-    the first column stops, the working set holds copies and frozen columns are
-    written back once.
-    """
+    A: LinearOperator
+    B: torch.Tensor  # (n, k)
+    X: torch.Tensor  # (n, k) the returned iterate
+    R: torch.Tensor  # (n, k) initial residual (consumed by ``columns``)
+    tol: torch.Tensor  # (k,)
+    zero_rhs: torch.Tensor  # (k,) bool
+    converged: torch.Tensor  # (k,) bool
+    broken: torch.Tensor  # (k,) bool: zero curvature at rounding level
+    stagnated: torch.Tensor  # (k,) bool
+    col_iters: torch.Tensor  # (k,) long
+    true_rn: torch.Tensor  # (k,)
+    history: list[torch.Tensor]  # rows (k,)
+    count: ProductCount
+    exact: bool
+    it: int = 0
 
-    idx: torch.Tensor  # (ka,) indices into the full block
-    X: torch.Tensor  # (n, ka) iterates
-    B: torch.Tensor  # (n, ka) right-hand sides
-    R: torch.Tensor  # (n, ka) residuals
-    P: torch.Tensor  # (n, ka) search directions
-    tol: torch.Tensor  # (ka,) thresholds max(rtol‖b‖, atol)
-    rz: torch.Tensor  # (ka,) rᵀ M r
-    rmax: torch.Tensor  # (ka,) largest ‖r‖ since the last replacement
-    best: torch.Tensor  # (ka,) smallest true residual of a failed convergence claim
-    stalls: torch.Tensor  # (ka,) consecutive failed claims without halving ``best``
-    aliased: bool
+    @classmethod
+    def start(
+        cls, A: LinearOperator, B: Tensor, x0: Tensor | None, tol: Tensor, exact: bool
+    ) -> _Run:
+        """Initial iterate and residual (one product when ``x0`` is given)."""
+        n, k = B.shape
+        count = ProductCount()
+        zero_rhs = torch.linalg.vector_norm(B, dim=0) == 0
+        X = torch.zeros_like(B) if x0 is None else x0.reshape(n, k).clone()
+        if x0 is not None:
+            X[:, zero_rhs] = 0
+            R = B - count(A, X)
+        else:
+            R = B.clone()
+        rn = torch.linalg.vector_norm(R, dim=0)
+        converged = (rn <= tol) | zero_rhs
+        return cls(
+            A, B, X, R, tol, zero_rhs, converged,
+            broken=torch.zeros_like(converged), stagnated=torch.zeros_like(converged),
+            col_iters=torch.zeros(k, dtype=torch.long, device=B.device),
+            true_rn=rn.clone(), history=[rn], count=count, exact=exact,
+        )  # fmt: skip
 
-    def keep(self, mask: torch.Tensor) -> None:
-        """Drop the columns where ``mask`` is False."""
-        for name in ("X", "B", "R", "P"):
-            setattr(self, name, getattr(self, name)[:, mask])
-        for name in ("idx", "tol", "rz", "rmax", "best", "stalls"):
-            setattr(self, name, getattr(self, name)[mask])
-        self.aliased = False
+    def columns(self, M: LinearOperator | None) -> ActiveColumns:
+        """The unconverged columns with their first direction (classical PCG
+        preconditions all ``k`` residuals before compacting)."""
+        idx = (~self.converged).nonzero().squeeze(1)
+        aliased = idx.numel() == self.B.shape[1]
+        R = self.R[:, idx] if self.exact else self.R
+        Z = R if M is None else M.matmat(R)
+        rz = torch.linalg.vecdot(R, Z, dim=0)
+        if not self.exact:
+            R, Z, rz = R[:, idx], Z[:, idx], rz[idx]
+        check_preconditioner(M, rz, 0)
+        return ActiveColumns(
+            idx, self.X if aliased else self.X[:, idx], self.B[:, idx], R, Z.clone(),
+            self.tol[idx], rz, rmax=self.history[0][idx].clone(),
+            best=torch.full_like(rz, math.inf), stalls=torch.zeros_like(idx), aliased=aliased,
+        )  # fmt: skip
+
+    def freeze(
+        self, cols: ActiveColumns, stop: Tensor, done: Tensor, stuck: Tensor, dead: Tensor | None
+    ) -> None:
+        """Record and drop the columns that stop now (``dead``: ``None`` or a mask)."""
+        self.converged[cols.idx[done]] = True
+        self.stagnated[cols.idx[stuck & ~done]] = True
+        if dead is not None:
+            self.broken[cols.idx[dead & ~done]] = True
+        self.true_rn[cols.idx[done]] = self.history[-1][cols.idx[done]]
+        self.col_iters[cols.idx[stop]] = self.it
+        if not cols.aliased:
+            self.X[:, cols.idx[stop]] = cols.X[:, stop]
+        cols.keep(~stop)
+
+    def finish(self, cols: ActiveColumns | None, reason: StopReason | None) -> CGInfo:
+        """Write back the active columns; true residuals of unconverged columns; the info."""
+        if cols is not None and cols.idx.numel():
+            if not cols.aliased:
+                self.X[:, cols.idx] = cols.X
+            self.col_iters[cols.idx] = self.it
+        open_cols = (~self.converged).nonzero().squeeze(1)
+        if open_cols.numel() and self.exact:
+            Rt = self.B[:, open_cols] - self.count(self.A, self.X[:, open_cols], check=True)
+            self.true_rn[open_cols] = torch.linalg.vector_norm(Rt, dim=0)
+        elif open_cols.numel():
+            self.true_rn[open_cols] = self.history[-1][open_cols]
+        if reason is None or reason is StopReason.CALLBACK:
+            reason = stop_reason_of(
+                self.converged, self.zero_rhs, self.broken, self.stagnated,
+                by_callback=reason is StopReason.CALLBACK,
+            )  # fmt: skip
+        return CGInfo(
+            iterations=self.it,
+            products=self.count.products,
+            matvecs=self.count.matvecs,
+            true_residual_checks=self.count.checks,
+            residual_norms=torch.stack(self.history),
+            true_residual_norms=self.true_rn,
+            tolerances=self.tol,
+            column_iterations=self.col_iters,
+            converged=self.converged,
+            stop_reason=reason,
+        )
 
 
-def _cg(
-    A: LinearOperator,
-    B: torch.Tensor,
-    x0: torch.Tensor | None,
-    rtol: float,
-    atol: float,
-    maxiter: int,
+def _iterate(
+    run: _Run,
+    cols: ActiveColumns,
     M: LinearOperator | None,
+    maxiter: int,
     callback: Callable[[torch.Tensor], object] | None,
-) -> tuple[torch.Tensor, CGInfo]:
-    n, k = B.shape
-    count = _Counter()
-    bnorm = torch.linalg.vector_norm(B, dim=0)
-    tol = torch.clamp(rtol * bnorm, min=atol)
-    zero_rhs = bnorm == 0
-    X = torch.zeros_like(B) if x0 is None else x0.reshape(n, k).clone()
-    if x0 is not None:
-        X[:, zero_rhs] = 0
-        R = B - count(A, X)
-    else:
-        R = B.clone()
-    rn = torch.linalg.vector_norm(R, dim=0)
-    converged = (rn <= tol) | zero_rhs
-    broken = torch.zeros_like(converged)  # zero curvature at rounding level
-    stagnated = torch.zeros_like(converged)
-    col_iters = torch.zeros(k, dtype=torch.long, device=B.device)
-    true_rn = rn.clone()
-    history = [rn]
+    stop: StopHook | None,
+) -> StopReason | None:
+    """Iterate until every column stopped, ``maxiter``, the callback or the stop hook."""
+    while cols.idx.numel() and run.it < maxiter:
+        restart = _step(run, cols, M)
+        if callback is not None:
+            if not cols.aliased:
+                run.X[:, cols.idx] = cols.X
+            if callback(run.X.clone()) is True:
+                return StopReason.CALLBACK
+        if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
+            return reason
+        if run.exact and cols.idx.numel():
+            _next_direction(cols, M, restart, run.it)
+    return None
 
-    idx = (~converged).nonzero().squeeze(1)
-    aliased = idx.numel() == k
-    R = R[:, idx]
-    Z = R if M is None else M.matmat(R)
-    rz = torch.linalg.vecdot(R, Z, dim=0)
-    check_preconditioner(M, rz, 0)
-    cols = _Columns(
-        idx, X if aliased else X[:, idx], B[:, idx], R, Z.clone(), tol[idx], rz,
-        rmax=rn[idx].clone(), best=torch.full_like(rz, math.inf),
-        stalls=torch.zeros_like(idx), aliased=aliased,
-    )  # fmt: skip
-    reliable = torch.finfo(B.dtype).eps > 1e-10
-    by_callback = False
-    it = 0
-    while cols.idx.numel() and it < maxiter:
-        AP = count(A, cols.P)
-        pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
-        healthy = bool(((pAp > 0) & (pAp < math.inf)).all())
-        dead = None if healthy else curvature_failure(pAp, cols.P, AP, it, cols.idx)
-        alpha = cols.rz / pAp if dead is None else torch.where(dead, 0.0, cols.rz / pAp)
+
+def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
+    """One iteration on the active columns (one product with ``A``); stops the columns
+    that are done. Returns the mask of the remaining columns whose direction restarts.
+
+    Classical PCG (``not run.exact``) updates unfused (``x + α p``, not ``addcmul``)
+    and computes the next direction before freezing, as the kernel-system CG always did.
+    """
+    AP = run.count(run.A, cols.P)
+    pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
+    healthy = bool(((pAp > 0) & (pAp < math.inf)).all())
+    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx)
+    alpha = cols.rz / pAp if dead is None else torch.where(dead, 0.0, cols.rz / pAp)
+    if run.exact:  # pn.cg: fused updates, residual replacement
         cols.X.addcmul_(cols.P, alpha)
         cols.R.addcmul_(AP, alpha, value=-1.0)
         rn = torch.linalg.vector_norm(cols.R, dim=0)
-        restart, stuck = _replace_residuals(A, cols, rn, reliable, count)
-        it += 1
-        history.append(history[-1].clone().index_copy_(0, cols.idx, rn))
-        done = rn <= cols.tol
-        stop = done | stuck if dead is None else done | stuck | dead
-        if bool(stop.any()):
-            converged[cols.idx[done]] = True
-            stagnated[cols.idx[stuck & ~done]] = True
-            if dead is not None:
-                broken[cols.idx[dead & ~done]] = True
-            true_rn[cols.idx[done]] = rn[done]
-            col_iters[cols.idx[stop]] = it
-            if not cols.aliased:
-                X[:, cols.idx[stop]] = cols.X[:, stop]
-            cols.keep(~stop)
-            restart = restart[~stop]
-        if callback is not None:
-            if not cols.aliased:
-                X[:, cols.idx] = cols.X
-            if callback(X.clone()) is True:
-                by_callback = True
-                break
-        if not cols.idx.numel():
-            break
-        Z = cols.R if M is None else M.matmat(cols.R)
-        rz = torch.linalg.vecdot(cols.R, Z, dim=0)
-        check_preconditioner(M, rz, it)
-        beta = torch.where(restart, 0.0, rz / cols.rz)
-        cols.P.mul_(beta).add_(Z)
-        cols.rz = rz
-
-    # Exit: write back active columns; one true-residual product for unconverged ones.
-    if cols.idx.numel():
-        if not cols.aliased:
-            X[:, cols.idx] = cols.X
-        col_iters[cols.idx] = it
-    open_cols = (~converged).nonzero().squeeze(1)
-    if open_cols.numel():
-        Rt = B[:, open_cols] - count(A, X[:, open_cols], check=True)
-        true_rn[open_cols] = torch.linalg.vector_norm(Rt, dim=0)
-    info = CGInfo(
-        iterations=it,
-        products=count.products,
-        matvecs=count.matvecs,
-        true_residual_checks=count.checks,
-        residual_norms=torch.stack(history),
-        true_residual_norms=true_rn,
-        tolerances=tol,
-        column_iterations=col_iters,
-        converged=converged,
-        stop_reason=_stop_reason(converged, zero_rhs, broken, stagnated, by_callback),
-    )
-    return X, info
+        reliable = torch.finfo(cols.R.dtype).eps > 1e-10
+        restart, stuck = replace_residuals(run.A, cols, rn, reliable, run.count)
+    else:  # classical PCG
+        cols.X.add_(cols.P * alpha)
+        cols.R.sub_(AP * alpha)
+        rn = torch.linalg.vector_norm(cols.R, dim=0)
+        restart = stuck = torch.zeros_like(rn, dtype=torch.bool)
+    run.it += 1
+    run.history.append(run.history[-1].clone().index_copy_(0, cols.idx, rn))
+    done = rn <= cols.tol
+    if not run.exact:
+        _next_direction(cols, M, restart, run.it, checked=~done)
+    stop = done | stuck if dead is None else done | stuck | dead
+    if bool(stop.any()):
+        run.freeze(cols, stop, done, stuck, dead)
+        restart = restart[~stop]
+    return restart
 
 
-class _Counter:
-    """Counts products with ``A`` (and which of them were true-residual checks)."""
-
-    def __init__(self) -> None:
-        self.products = self.matvecs = self.checks = 0
-
-    def __call__(self, A: LinearOperator, V: torch.Tensor, check: bool = False) -> torch.Tensor:
-        self.products += 1
-        self.matvecs += V.shape[1]
-        self.checks += int(check)
-        return A.matmat(V)
-
-
-def _replace_residuals(
-    A: LinearOperator, cols: _Columns, rn: torch.Tensor, reliable: bool, count: _Counter
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Recompute true residuals where needed; update ``cols.R`` and ``rn`` in place.
-
-    Returns ``(restart, stuck)`` masks: columns whose residual was replaced and did
-    not meet the tolerance (their direction restarts) and columns whose true residual
-    stagnated (three replacements in a row without halving the best true residual).
+def _next_direction(
+    cols: ActiveColumns,
+    M: LinearOperator | None,
+    restart: Tensor,
+    it: int,
+    checked: Tensor | None = None,
+) -> None:
+    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``; ``rz > 0``
+    is checked on the columns ``checked`` (default all).
     """
-    claims = rn <= cols.tol
-    check = claims | (rn <= RELIABLE_UPDATE_FACTOR * cols.rmax) if reliable else claims
-    if not bool(check.any()):
-        torch.maximum(cols.rmax, rn, out=cols.rmax)
-        return claims, claims
-    c = check.nonzero().squeeze(1)
-    Rt = cols.B[:, c] - count(A, cols.X[:, c], check=True)
-    cols.R[:, c] = Rt
-    rn[c] = torch.linalg.vector_norm(Rt, dim=0)
-    cols.rmax[c] = rn[c]
-    torch.maximum(cols.rmax, rn, out=cols.rmax)
-    restart = check & (rn > cols.tol)
-    improved = rn < 0.5 * cols.best
-    cols.stalls = torch.where(restart, torch.where(improved, 0, cols.stalls + 1), cols.stalls)
-    cols.best = torch.where(restart, torch.minimum(cols.best, rn), cols.best)
-    return restart, cols.stalls >= 3
-
-
-def _stop_reason(
-    converged: torch.Tensor,
-    zero_rhs: torch.Tensor,
-    broken: torch.Tensor,
-    stagnated: torch.Tensor,
-    by_callback: bool,
-) -> StopReason:
-    if bool(zero_rhs.all()):
-        return StopReason.ZERO_RHS
-    if bool(converged.all()):
-        return StopReason.CONVERGED
-    if by_callback:
-        return StopReason.CALLBACK
-    if not bool((converged | broken | stagnated).all()):
-        return StopReason.MAX_ITERATIONS
-    return StopReason.BREAKDOWN if bool(broken.any()) else StopReason.STAGNATION
-
-
-def _squeeze_info(info: CGInfo) -> CGInfo:
-    """Drop the column dimension of a single right-hand side's record."""
-    return replace(
-        info,
-        residual_norms=info.residual_norms.squeeze(-1),
-        true_residual_norms=info.true_residual_norms.squeeze(-1),
-        tolerances=info.tolerances.squeeze(-1),
-        column_iterations=info.column_iterations.squeeze(-1),
-        converged=info.converged.squeeze(-1),
-    )
+    Z = cols.R if M is None else M.matmat(cols.R)
+    rz = torch.linalg.vecdot(cols.R, Z, dim=0)
+    check_preconditioner(M, rz if checked is None else rz[checked], it)
+    beta = torch.where(restart, 0.0, rz / cols.rz)
+    cols.P.mul_(beta).add_(Z)
+    cols.rz = rz

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import torch
@@ -13,7 +15,7 @@ from .base import StoppingCriterion
 if TYPE_CHECKING:
     from ..solvers.state import SolverState
 
-__all__ = ["MatvecBudget", "MaxIterations", "PosteriorContraction", "ResidualNorm"]
+__all__ = ["EpochBudget", "MatvecBudget", "MaxIterations", "PosteriorContraction", "ResidualNorm"]
 
 
 def _count(value: object, name: str, minimum: int = 0) -> int:
@@ -73,6 +75,75 @@ class MatvecBudget(StoppingCriterion):
 
     def __repr__(self) -> str:
         return f"MatvecBudget({self.budget})"
+
+
+class EpochBudget(StoppingCriterion):
+    """Stop once ``budget`` epochs of kernel entries were spent (``StopReason.BUDGET``).
+
+    An *epoch* is the cost of evaluating every entry of an ``n × n`` kernel matrix once,
+    ``n²`` kernel entries: the cost measure of GP hyperparameter training (Lin et al.,
+    2024). The criterion reads the count of an operator that charges its accesses, such
+    as :class:`pnsolve.iterative.KernelSystem` (one product ``K̂ V`` is one epoch,
+    whatever the number of columns; a row block of ``b`` rows is ``b/n`` epochs): it
+    needs ``state.A.entries``, the kernel entries charged so far (an int).
+
+    The count starts when the solve starts (:meth:`initial_memory`, at the prior
+    state): the residual of a warm start ``x0``, computed before, is not charged to the
+    budget, as in the kernel-system solvers, whose budgets cap the iterations. The
+    criterion fires once the epochs spent since then *reach* the budget (``≥``, like
+    :class:`MatvecBudget`), checked after every iteration: with one product per
+    iteration an integer budget ``T`` allows exactly ``T`` iterations; a fractional one
+    may be overshot by less than one iteration's cost. Compose it like any criterion,
+    e.g. ``EpochBudget(10) | ResidualNorm(rtol=1e-2)``.
+
+    Parameters
+    ----------
+    budget
+        Epochs, a finite number ``≥ 0`` (``0`` stops before the first iteration).
+
+    Raises
+    ------
+    ValueError
+        If ``budget`` is negative, not finite or not a number.
+    TypeError
+        From :meth:`initial_memory`, if the solve's operator does not count kernel
+        entries.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> X = torch.rand(40, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> system = pn.iterative.KernelSystem(pn.kernels.RBF(lengthscale=0.5), X, 0.1)
+    >>> solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.EpochBudget(3))
+    >>> belief, info = solver.solve(system, torch.ones(40, dtype=torch.float64))
+    >>> info.iterations, info.stop_reason.name, system.products
+    (3, 'BUDGET', 3)
+    """
+
+    def __init__(self, budget: float) -> None:
+        self.budget = _nonneg(budget, "budget")
+        if not math.isfinite(self.budget):
+            raise ValueError(f"budget must be finite, got {budget!r}")
+
+    def initial_memory(self, state: SolverState) -> tuple[int, int]:
+        """``(entries at the start, n²)`` of the solve's operator."""
+        entries = getattr(state.A, "entries", None)
+        if isinstance(entries, bool) or not isinstance(entries, int):
+            raise TypeError(
+                "EpochBudget needs an operator that counts its kernel entries (an int "
+                "attribute `entries`), such as pnsolve.iterative.KernelSystem; got "
+                f"{type(state.A).__name__}"
+            )
+        n = state.A.shape[0]
+        return entries, n * n
+
+    def check(self, state: SolverState, memory: object) -> StopReason | None:
+        start, n2 = memory
+        spent = Fraction(state.A.entries - start, n2)
+        return StopReason.BUDGET if spent >= Fraction(self.budget) else None
+
+    def __repr__(self) -> str:
+        return f"EpochBudget({self.budget:g})"
 
 
 class PosteriorContraction(StoppingCriterion):

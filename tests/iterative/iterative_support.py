@@ -95,7 +95,9 @@ class EntryCounter:
 
     Counts from the shapes of the calls alone (``n²`` per product, ``b·n`` per row or
     column product or row block, ``b²`` per block, ``n`` per diagonal), never from
-    ``system.entries``; :attr:`by_access` splits the count by access name.
+    ``system.entries``; :attr:`by_access` splits the count by access name. Products
+    through the operator interface (``matmat``, ``@``) and column blocks reach the
+    wrapped ``matmul`` and ``row_block``.
     """
 
     def __init__(self, system: KernelSystem, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,7 +109,7 @@ class EntryCounter:
             "matmul": lambda V: n * n,
             "rows": lambda idx, V: idx.numel() * n,
             "columns": lambda idx, W: idx.numel() * n,
-            "row_block": lambda idx: idx.numel() * n,
+            "row_block": lambda idx: len(idx) * n,  # a tensor or (column_block) a list
             "block": lambda idx: idx.numel() ** 2,
             "diagonal": lambda: n,
         }

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from iterative_support import KERNELS, SOLVERS, build_problem, iteration_cap, iteration_entries
 
 import pnsolve as pn
-from pnsolve.iterative import SolveResult, _common
+from pnsolve.iterative import KernelSolveInfo, _common
 from pnsolve.testing import exact_tol, iterative_tol, krylov_tol
 
 F64, F32 = torch.float64, torch.float32
@@ -25,14 +25,14 @@ NOISES = (0.3, 1.0)
 CONVERGENCE_EPOCHS = 2000
 
 
-def _solve(solver, p, x0=None, seed=0, **kw) -> SolveResult:
+def _solve(solver, p, x0=None, seed=0, **kw) -> tuple[torch.Tensor, KernelSolveInfo]:
     return solver.solve(p.system, p.B, x0, generator=torch.Generator().manual_seed(seed), **kw)
 
 
-def _assert_converged(p, result, tol, tol_probes=None):
+def _assert_converged(p, U, result, tol, tol_probes=None):
     """TRUE residuals meet the tolerances and the reported norms are the true ones."""
     tol_probes = tol if tol_probes is None else tol_probes
-    relres = p.relres(result.solution)
+    relres = p.relres(U)
     assert result.converged
     assert float(relres[0]) <= tol
     assert float(relres[1:].mean()) <= tol_probes
@@ -48,14 +48,12 @@ def _assert_converged(p, result, tol, tol_probes=None):
 def test_converges_to_the_direct_solution(make_solver, kernel, noise, dtype):
     p = build_problem(kernel=kernel, noise=noise, dtype=dtype)
     tol = iterative_tol(dtype)
-    result = _solve(make_solver(tol=tol), p, max_epochs=CONVERGENCE_EPOCHS)
-    _assert_converged(p, result, tol)
+    U, result = _solve(make_solver(tol=tol), p, max_epochs=CONVERGENCE_EPOCHS)
+    _assert_converged(p, U, result, tol)
     exact = p.exact()
-    err = torch.linalg.matrix_norm(result.solution.double() - exact) / torch.linalg.matrix_norm(
-        exact
-    )
+    err = torch.linalg.matrix_norm(U.double() - exact) / torch.linalg.matrix_norm(exact)
     assert float(err) <= p.cond() * tol * math.sqrt(p.B.shape[1])
-    assert result.solution.dtype == dtype and result.solution.shape == p.B.shape
+    assert U.dtype == dtype and U.shape == p.B.shape
     assert len(result.history) == result.iterations
 
 
@@ -70,8 +68,8 @@ def test_converges_to_the_direct_solution(make_solver, kernel, noise, dtype):
 def test_meets_default_tolerance_on_random_kernel_systems(lengthscale, noise, k, seed):
     p = build_problem(60, 3, k, noise=noise, seed=seed, lengthscale=lengthscale)
     for make in SOLVERS.values():
-        result = _solve(make(), p, seed=seed)
-        relres = p.relres(result.solution)
+        U, result = _solve(make(), p, seed=seed)
+        relres = p.relres(U)
         assert result.converged
         assert float(relres[0]) <= make().tol
         if k > 1:
@@ -84,22 +82,22 @@ def test_warm_start_at_the_solution_needs_at_most_one_iteration(make_solver):
     p = build_problem()
     tol = iterative_tol(F64)
     x0 = p.exact()
-    result = _solve(make_solver(tol=tol), p, x0)
+    U, result = _solve(make_solver(tol=tol), p, x0)
     assert result.iterations <= 1
-    _assert_converged(p, result, tol)
+    _assert_converged(p, U, result, tol)
 
 
 def test_warm_start_near_the_solution_is_cheaper_and_agrees(make_solver):
     p = build_problem()
     tol = iterative_tol(F64)
     solver = make_solver(tol=tol)
-    cold = _solve(solver, p)
+    Uc, cold = _solve(solver, p)
     exact = p.exact()
     noise = torch.randn(exact.shape, generator=torch.Generator().manual_seed(9), dtype=F64)
-    warm = _solve(solver, p, exact + PERTURBATION * noise * exact.std())
+    Uw, warm = _solve(solver, p, exact + PERTURBATION * noise * exact.std())
     assert warm.epochs < cold.epochs
-    _assert_converged(p, warm, tol)
-    gap = torch.linalg.matrix_norm(warm.solution - cold.solution) / torch.linalg.matrix_norm(exact)
+    _assert_converged(p, Uw, warm, tol)
+    gap = torch.linalg.matrix_norm(Uw - Uc) / torch.linalg.matrix_norm(exact)
     assert float(gap) <= 2 * p.cond() * tol * math.sqrt(p.B.shape[1])
 
 
@@ -110,7 +108,7 @@ def test_epochs_are_counted_exactly(make_solver, counter, warm):
     before = p.system.entries
     x0 = p.exact() * (1 + PERTURBATION) if warm else None
     solver = make_solver(tol=iterative_tol(F64))
-    result = _solve(solver, p, x0)
+    _, result = _solve(solver, p, x0)
     n2 = p.n * p.n
     assert count.entries == p.system.entries - before
     assert result.epochs == count.entries / n2
@@ -132,7 +130,7 @@ def test_budget_caps_the_iterations(make_solver, counter, max_epochs, warm):
     count = counter(p.system)
     x0 = p.B if warm else None
     solver = make_solver(tol=iterative_tol(F64))
-    result = _solve(solver, p, x0, max_epochs=max_epochs)
+    _, result = _solve(solver, p, x0, max_epochs=max_epochs)
     n2 = p.n * p.n
     assert result.iterations == iteration_cap(solver, p.n, max_epochs)
     assert not result.converged
@@ -158,7 +156,7 @@ def test_budget_too_small_for_one_iteration_raises(make_solver):
     for x0 in (None, p.B):
         with pytest.raises(ValueError, match="max_epochs"):
             _solve(solver, p, x0, max_epochs=0.99 * smallest)
-        assert _solve(solver, p, x0, max_epochs=smallest).iterations == 1
+        assert _solve(solver, p, x0, max_epochs=smallest)[1].iterations == 1
 
 
 def test_default_cap_without_budget_or_iteration_cap(make_solver, monkeypatch):
@@ -166,11 +164,11 @@ def test_default_cap_without_budget_or_iteration_cap(make_solver, monkeypatch):
     monkeypatch.setattr(_common, "DEFAULT_MAX_EPOCHS", 2)
     p = build_problem(noise=0.02)
     solver = make_solver(tol=iterative_tol(F64))
-    result = _solve(solver, p)
+    _, result = _solve(solver, p)
     assert result.iterations == iteration_cap(solver, p.n, 2) and not result.converged
     # an explicit max_iterations replaces the default cap
     many = 3 * iteration_cap(solver, p.n, 2)
-    result = _solve(make_solver(tol=iterative_tol(F64), max_iterations=many), p)
+    _, result = _solve(make_solver(tol=iterative_tol(F64), max_iterations=many), p)
     assert result.iterations == many
 
 
@@ -181,9 +179,11 @@ def test_zero_column_with_a_warm_start(make_solver):
     B[:, 2] = 0
     x0 = torch.randn(B.shape, generator=torch.Generator().manual_seed(1), dtype=F64)
     tol = PAPER_TOL
-    result = make_solver(tol=tol).solve(p.system, B, x0, generator=torch.Generator().manual_seed(0))
-    assert result.converged and torch.all(result.solution[:, 2] == 0)
-    R = B - p.K @ result.solution
+    U, result = make_solver(tol=tol).solve(
+        p.system, B, x0, generator=torch.Generator().manual_seed(0)
+    )
+    assert result.converged and torch.all(U[:, 2] == 0)
+    R = B - p.K @ U
     relres = torch.linalg.vector_norm(R, dim=0) / torch.linalg.vector_norm(p.B, dim=0)
     assert float(relres[0]) <= tol and float(relres[1:].mean()) <= tol
 
@@ -192,35 +192,35 @@ def test_separate_tolerances(make_solver):
     p = build_problem()
     tight = iterative_tol(F64) ** 0.5
     # mean column met from the start (relative residual 1 at u = 0): probes still run
-    r = _solve(make_solver(tol=1.0, tol_probes=tight), p)
+    U, r = _solve(make_solver(tol=1.0, tol_probes=tight), p)
     assert r.iterations > 0 and r.converged
-    assert float(p.relres(r.solution)[1:].mean()) <= tight
+    assert float(p.relres(U)[1:].mean()) <= tight
     # probes met from the start: the mean column still runs
-    r = _solve(make_solver(tol=tight, tol_probes=1.0), p)
+    U, r = _solve(make_solver(tol=tight, tol_probes=1.0), p)
     assert r.iterations > 0 and r.converged
-    assert float(p.relres(r.solution)[0]) <= tight
+    assert float(p.relres(U)[0]) <= tight
 
 
 def test_max_iterations_and_zero_columns(make_solver):
     p = build_problem()
-    r = _solve(make_solver(tol=iterative_tol(F64), max_iterations=3), p)
+    U, r = _solve(make_solver(tol=iterative_tol(F64), max_iterations=3), p)
     assert r.iterations <= 3 and not r.converged
     B = p.B.clone()
     B[:, 2] = 0
-    r = make_solver().solve(p.system, B, generator=torch.Generator().manual_seed(0))
-    assert torch.all(r.solution[:, 2] == 0)
+    U, r = make_solver().solve(p.system, B, generator=torch.Generator().manual_seed(0))
+    assert torch.all(U[:, 2] == 0)
 
 
 def test_single_column_reports_nan_probes(make_solver):
     p = build_problem(k=1)
-    r = _solve(make_solver(), p)
+    _, r = _solve(make_solver(), p)
     assert r.converged and math.isnan(r.residual_norm_probes)
     assert all(math.isnan(h[2]) for h in r.history)
 
 
 def test_history_tracks_the_residual(make_solver):
     p = build_problem()
-    r = _solve(make_solver(tol=iterative_tol(F64)), p)
+    _, r = _solve(make_solver(tol=iterative_tol(F64)), p)
     assert all(math.isfinite(v) for h in r.history for v in h)
     assert r.history[-1][1] < r.history[0][1] and r.history[-1][2] < r.history[0][2]
 
@@ -267,10 +267,10 @@ def test_bad_solve_arguments_name_the_argument(make_solver):
 def test_chunked_backend_gives_the_same_solution(make_solver):
     dense, chunked = (build_problem(backend=b) for b in ("dense", "chunked"))
     tol = iterative_tol(F64)
-    a, b = (_solve(make_solver(tol=tol), p) for p in (dense, chunked))
+    (Ua, a), (Ub, b) = (_solve(make_solver(tol=tol), p) for p in (dense, chunked))
     # the backends round differently: a tolerance test may flip one iteration
     assert b.converged and abs(a.iterations - b.iterations) <= 1
-    gap = torch.linalg.matrix_norm(a.solution - b.solution) / torch.linalg.matrix_norm(a.solution)
+    gap = torch.linalg.matrix_norm(Ua - Ub) / torch.linalg.matrix_norm(Ua)
     assert float(gap) <= 2 * dense.cond() * tol * math.sqrt(dense.B.shape[1])
 
 
@@ -284,7 +284,7 @@ def test_inputs_are_left_untouched(make_solver, k, warm):
     B = p.B.clone()
     x0 = 0.1 * torch.randn(B.shape, generator=torch.Generator().manual_seed(3), dtype=F64)
     x0_copy = x0.clone()
-    result = _solve(make_solver(), p, x0 if warm else None)
+    _, result = _solve(make_solver(), p, x0 if warm else None)
     assert result.converged
     assert torch.equal(p.B, B) and torch.equal(x0, x0_copy)
 

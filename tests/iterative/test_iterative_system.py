@@ -9,6 +9,7 @@ from iterative_support import KERNELS, build_problem
 import pnsolve as pn
 from pnsolve.iterative import KernelSystem
 from pnsolve.testing import exact_tol, rtol_for
+from pnsolve.testing.contract import LinearOperatorContract
 
 F64, F32 = torch.float64, torch.float32
 N, D, K = 90, 3, 3
@@ -139,3 +140,66 @@ def test_bad_access_names_the_argument():
         s.block(torch.tensor([N]))
     with pytest.raises(ValueError, match="W"):
         s.columns(IDX, V)
+
+
+# ------------------------------------------------------------ the LinearOperator interface
+class _SystemContract(LinearOperatorContract):
+    """``KernelSystem`` keeps every promise of a :class:`~pnsolve.linops.LinearOperator`."""
+
+    backend = "dense"
+
+    def make(self, dtype):
+        s = build_problem(24, D, K, kernel="matern32-ard", dtype=dtype, backend=self.backend).system
+        twin = KernelSystem(s.kernel, s.X, s.noise, backend=self.backend)
+        return s, twin.row_block(torch.arange(s.n))
+
+
+class TestDenseSystemContract(_SystemContract):
+    backend = "dense"
+
+
+class TestChunkedSystemContract(_SystemContract):
+    backend = "chunked"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_operator_accesses_are_charged_like_the_system_ones(backend):
+    s = build_problem(N, D, K, backend=backend).system
+    assert isinstance(s, pn.linops.LinearOperator) and s.is_symmetric and s.is_psd
+    assert s.shape == (N, N) and s.as_linop() is s
+    V = torch.ones(N, K, dtype=F64)
+    b = IDX.numel()
+    steps = [
+        (lambda: s @ V, N * N, 1),
+        (lambda: s @ V[:, 0], N * N, 1),
+        (lambda: s.matmat(V), N * N, 1),
+        (lambda: s.matvec(V[:, 0]), N * N, 1),
+        (lambda: s.rmatmat(V), N * N, 1),
+        (lambda: s.row_block(IDX.tolist()), b * N, 0),
+        (lambda: s.row_block(slice(0, 10)), 10 * N, 0),
+        (lambda: s.column_block(IDX), b * N, 0),
+        (lambda: s.diagonal(), N, 0),
+        (lambda: s.trace(), N, 0),
+        (lambda: s.to_dense(), N * N, 1),
+    ]
+    total = products = 0
+    for call, cost, product in steps:
+        call()
+        total, products = total + cost, products + product
+        assert (s.entries, s.products) == (total, products)
+
+
+def test_operator_accesses_agree_with_the_system_ones():
+    s = build_problem(N, D, K).system
+    V = build_problem(N, D, K).B
+    assert torch.equal(s @ V, s.matmul(V))
+    assert torch.equal(s.column_block(IDX), s.row_block(IDX).mT)
+    assert _relerr(s.to_dense()[IDX], s.row_block(IDX)) <= exact_tol(F64, N)
+
+
+def test_pn_cg_runs_on_a_kernel_system_and_is_charged():
+    p = build_problem(N, D, 1, noise=0.5)
+    x, info = pn.cg(p.system, p.B[:, 0], rtol=1e-10)
+    assert info.success
+    assert p.system.products == info.products and p.system.epochs == info.products
+    assert float(p.relres(x[:, None])[0]) <= 1e-9

@@ -262,3 +262,81 @@ def test_inf_in_product_names_iteration(spd):
     op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True)
     with pytest.raises(ValueError, match=r"iteration 2 \(0-based\).*NaN or Inf"):
         pn.cg(op, _rhs(30), rtol=1e-12)
+
+
+# ------------------------------------------------------------------- the core behind cg
+def _core(A, B, **kw):
+    from pnsolve.krylov.conjugate_gradient import cg_core
+
+    kw.setdefault("tolerances", torch.zeros(B.shape[1], dtype=B.dtype))
+    kw.setdefault("maxiter", 10 * B.shape[0])
+    return cg_core(A, B, **kw)
+
+
+def test_core_with_rtol_tolerances_is_cg(spd):
+    A, B = pn.linops.Dense(spd(60, cond=1e3, seed=8)), _rhs(60, 3)
+    x, info = pn.cg(A, B, rtol=1e-6)
+    tol = 1e-6 * torch.linalg.vector_norm(B, dim=0)
+    X, core_info = _core(A, B, tolerances=tol)
+    assert torch.equal(X, x) and core_info.iterations == info.iterations
+    assert torch.equal(core_info.residual_norms, info.residual_norms)
+
+
+def test_core_per_column_tolerances(spd):
+    A, B = pn.linops.Dense(spd(60, cond=1e3, seed=9)), _rhs(60, 3)
+    tol = torch.tensor([1e-1, 1e-6, 1e-10], dtype=F64)
+    X, info = _core(A, B, tolerances=tol)
+    true = torch.linalg.vector_norm(B - A.matrix @ X, dim=0)
+    assert bool((true <= tol).all()) and bool(info.converged.all())
+    its = info.column_iterations.tolist()
+    assert its[0] < its[1] < its[2]  # looser columns stop earlier
+
+
+def test_core_stop_hook_sees_every_iteration_and_ends_the_run(spd):
+    A, B = pn.linops.Dense(spd(40, cond=1e3, seed=10)), _rhs(40, 2)
+    seen: list[tuple[int, torch.Tensor]] = []
+
+    def hook(iteration, norms):
+        seen.append((iteration, norms.clone()))
+        return pn.StopReason.BUDGET if iteration == 4 else None
+
+    X, info = _core(A, B, stop=hook)
+    assert [i for i, _ in seen] == [0, 1, 2, 3, 4]
+    assert info.iterations == 4 and info.stop_reason is pn.StopReason.BUDGET
+    assert all(norms.shape == (2,) for _, norms in seen)
+    assert torch.equal(torch.stack([n for _, n in seen]), info.residual_norms)
+    # a hook that fires at once: no iteration, no preconditioner application
+    M = CountingOperator(pn.linops.Dense(torch.eye(40, dtype=F64)))
+    X, info = _core(A, B, M=M, stop=lambda i, n: pn.StopReason.CONVERGED)
+    assert info.iterations == 0 and M.matmat_calls == 0 and torch.all(X == 0)
+
+
+def test_core_without_exact_residuals_spends_no_extra_product(spd):
+    cond = 1e2
+    A = CountingOperator(pn.linops.Dense(spd(80, cond=cond, seed=11)))
+    B = _rhs(80, 2)
+    tol = 1e-9 * torch.linalg.vector_norm(B, dim=0)
+    X, info = _core(A, B, tolerances=tol, exact_residuals=False, maxiter=8)
+    assert info.true_residual_checks == 0 and A.matmat_calls == info.products == 8
+    assert torch.equal(info.true_residual_norms, info.residual_norms[-1])
+    # the classical PCG iterate: cg's up to rounding (no replacement happened in cg)
+    x, _ = pn.cg(A.op, B, rtol=1e-9, maxiter=8)
+    err = torch.linalg.matrix_norm(X - x) / torch.linalg.matrix_norm(x)
+    assert float(err) <= krylov_tol(F64, cond)
+
+
+def test_core_maxiter_zero_applies_no_preconditioner(spd):
+    A, B = pn.linops.Dense(spd(30, seed=12)), _rhs(30, 2)
+    M = CountingOperator(pn.linops.Dense(torch.eye(30, dtype=F64)))
+    X, info = _core(A, B, x0=torch.ones(30, 2, dtype=F64), M=M, maxiter=0)
+    assert info.iterations == 0 and M.matmat_calls == 0 and torch.all(X == 1)
+
+
+def test_core_checks_its_arguments(spd):
+    A, B = pn.linops.Dense(spd(10, seed=13)), _rhs(10, 2)
+    with pytest.raises(ValueError, match="tolerances"):
+        _core(A, B, tolerances=torch.zeros(3, dtype=F64))
+    with pytest.raises(ValueError, match="maxiter"):
+        _core(A, B, maxiter=-1)
+    with pytest.raises(ValueError, match="LinearOperator"):
+        _core(A.matrix, B)

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from pnsolve.gp.training import TrainingConfig, load_checkpoint, train_hyperparameters
+from pnsolve.gp.training import (
+    TrainingCheckpoint,
+    TrainingConfig,
+    load_checkpoint,
+    save_checkpoint,
+    train_hyperparameters,
+)
 
 F64 = torch.float64
 CONFIG = TrainingConfig(solver="cg", estimator="pathwise", steps=2, num_probes=2, num_features=16)
@@ -113,3 +119,35 @@ def test_on_resume_reports_the_restored_steps(tmp_path: Path):
     assert seen == []  # nothing restored on a fresh run
     _train(ckpt, on_resume=seen.append)
     assert seen == [2]
+
+
+def test_the_checkpoint_is_a_typed_record_readable_as_before(tmp_path: Path):
+    ckpt = tmp_path / "run.pt"
+    result = _train(ckpt)
+    saved = load_checkpoint(ckpt)
+    assert isinstance(saved, TrainingCheckpoint)
+    assert saved.log == result.log and saved["log"] == result.log  # mapping-style too
+    assert torch.equal(saved.solutions, result.solutions)
+    assert saved["identity"] is saved.identity
+    with pytest.raises(KeyError):
+        saved["format"]
+
+
+def test_the_file_format_is_unchanged(tmp_path: Path):
+    """Format 2: the same bytes whether saved from the record or from the plain dict the
+    earlier loop saved (the field order of the record is the file's key order)."""
+    ckpt = tmp_path / "run.pt"
+    _train(ckpt)
+    saved = load_checkpoint(ckpt)
+    from_record, from_dict = tmp_path / "a.pt", tmp_path / "b.pt"
+    save_checkpoint(from_record, saved)
+    save_checkpoint(from_dict, {k: saved[k] for k in TrainingCheckpoint.__dataclass_fields__})
+    raw = from_record.read_bytes()
+    assert raw == from_dict.read_bytes()
+    assert raw.startswith(b"pnsolve-checkpoint 2 ")
+    body = raw.partition(b"\n")[2]
+    payload = torch.load(io.BytesIO(body), weights_only=True)
+    assert list(payload) == [
+        "identity", "model", "optimizer", "estimator", "generator", "log", "solutions", "format"
+    ]  # fmt: skip
+    assert payload["format"] == 2 and isinstance(payload["log"][0], dict)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.gp.training import TrainingConfig, load_checkpoint, train_hyperparameters
+from pnsolve.gp.training import StepSolve, TrainingConfig, load_checkpoint, train_hyperparameters
 from pnsolve.testing import statistical_threshold
 
 F64 = torch.float64
@@ -223,3 +223,26 @@ def test_unconverged_steps_above_the_threshold_skip_their_update():
     res = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
     assert not any(r.skipped for r in res.log)
     assert not torch.equal(_params(res), torch.ones(4, dtype=F64))
+
+
+def test_step_solve_carries_the_solvers_report_into_the_log():
+    X, y = _data(60)
+    config = TrainingConfig(
+        solver="cg", estimator="standard", steps=2, num_probes=3, epochs_budget=2.0,
+        preconditioner_rank=5, tol=1e-8, max_step_residual=None,
+    )  # fmt: skip
+    res = train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
+    for r in res.log:
+        assert r.iterations == 2 and not r.converged  # the budget, not the tolerance
+        assert r.epochs - r.setup_epochs == pytest.approx(2.0)
+    # the record of a solve, and the rule that skips an unusable gradient
+    system = pn.iterative.KernelSystem(pn.kernels.RBF(), X, 0.1)
+    _, info = pn.iterative.ConjugateGradients(tol=1e-8, max_iterations=1).solve(
+        system, torch.stack([y, X[:, 0]], dim=1)
+    )
+    solve = StepSolve.of(info)
+    assert (solve.iterations, solve.epochs, solve.converged) == (1, info.epochs, False)
+    assert solve.residual_norm_mean == info.residual_norm_mean
+    assert solve.unusable(1e-3) and not solve.unusable(None) and not solve.unusable(10.0)
+    assert StepSolve() == StepSolve(0.0, 0.0, 0.0, 0.0, 0, True)  # Cholesky: exact, free
+    assert not StepSolve().unusable(1e-12)

@@ -18,7 +18,8 @@ def draw_feature_base(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Base frequencies ``ε`` ``(m, d)`` and phases ``b`` ``(m,)`` as
     :class:`~pnsolve.kernels.RandomFourierFeatures` draws them (same generator calls, in
-    ``X``'s dtype, on ``generator``'s device), moved to ``X``'s device."""
+    ``X``'s dtype, on ``generator``'s device), moved to ``X``'s device.
+    """
     with torch.no_grad():
         rff = RandomFourierFeatures(
             kernel,

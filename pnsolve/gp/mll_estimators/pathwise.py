@@ -130,7 +130,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Frozen state as plain tensors: the fields of :class:`PathwiseDraws` (once
-        drawn) and ``generator_state`` (the generator's state)."""
+        drawn) and ``generator_state`` (the generator's state).
+        """
         state = {"generator_state": self._generator.get_state()}
         if self._draws is not None:
             for key, value in vars(self._draws).items():
@@ -184,7 +185,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
     # ------------------------------------------------------------------ prior draws
     def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
         """Random Fourier features ``φ(X)`` of the frozen draws under the kernel's current
-        hyperparameters, shape ``(n, m)`` (differentiable; ``φ(X) φ(X)ᵀ ≈ K(X, X)``)."""
+        hyperparameters, shape ``(n, m)`` (differentiable; ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
+        """
         kernel = check_kernel(kernel)
         X = check_inputs(X, "X")
         draws = self._draws

@@ -95,7 +95,8 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Frozen state as plain tensors: ``probes`` ``(n, s)`` (once drawn) and
-        ``generator_state`` (the generator's :meth:`~torch.Generator.get_state`)."""
+        ``generator_state`` (the generator's :meth:`~torch.Generator.get_state`).
+        """
         state = {"generator_state": self._generator.get_state()}
         if self._probes is not None:
             state["probes"] = self._probes.clone()

@@ -5,20 +5,24 @@ of a Matérn-3/2 ARD GP; each step's gradient comes from an estimator in
 :mod:`pnsolve.gp.mll_estimators` (exact, standard, pathwise) fed by a solver in
 :mod:`pnsolve.iterative` (CG, alternating projections, SGD) with warm starts and
 epoch budgets. :class:`TrainingConfig` names the variant, :class:`StepRecord` is the
-per-step log, checkpoints make interrupted runs resumable.
+per-step log (its solver fields from a :class:`StepSolve`), checkpoints
+(:class:`TrainingCheckpoint`) make interrupted runs resumable.
 """
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import TrainingCheckpoint, load_checkpoint, save_checkpoint
 from .config import ESTIMATORS, SOLVERS, TrainingConfig
 from .heuristic import initial_hyperparameters
-from .loop import make_estimator, make_solver, train_hyperparameters
+from .loop import train_hyperparameters
 from .predict import predictive
-from .record import StepRecord, TrainingResult
+from .record import StepRecord, StepSolve, TrainingResult
+from .run import make_estimator, make_solver
 
 __all__ = [
     "ESTIMATORS",
     "SOLVERS",
     "StepRecord",
+    "StepSolve",
+    "TrainingCheckpoint",
     "TrainingConfig",
     "TrainingResult",
     "initial_hyperparameters",

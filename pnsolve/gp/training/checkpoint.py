@@ -1,9 +1,10 @@
 """Checkpoint files of a training run: everything needed to continue bit-for-bit.
 
 File layout (format 2): one ASCII header line ``pnsolve-checkpoint 2 <sha256>\\n``
-followed by the ``torch.save`` serialisation of the state; the SHA-256 digest covers
-every byte after the header, so a truncated or corrupted file is refused instead of
-silently changing the result of the resumed run.
+followed by the ``torch.save`` serialisation of a dict with the fields of
+:class:`TrainingCheckpoint` (in its field order; the log as a list of dicts) and
+``"format": 2``; the SHA-256 digest covers every byte after the header, so a truncated
+or corrupted file is refused instead of silently changing the result of the resumed run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import io
 import os
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,62 @@ import torch
 
 from .record import StepRecord
 
-__all__ = ["load_checkpoint", "save_checkpoint"]
+__all__ = ["TrainingCheckpoint", "load_checkpoint", "save_checkpoint"]
 
 FORMAT = 2
 _MAGIC = b"pnsolve-checkpoint"
-_KEYS = ("identity", "model", "optimizer", "estimator", "generator", "log", "solutions")
+
+
+@dataclass(frozen=True)
+class TrainingCheckpoint:
+    """What a checkpoint holds after a training step: enough to continue bit for bit.
+
+    Fields may also be read mapping-style (``checkpoint["log"]``), as from the dict
+    earlier versions of :func:`load_checkpoint` returned.
+
+    Attributes
+    ----------
+    identity
+        Everything that determines the trajectory (every config field, digests of the
+        data and of the generator's initial state, ``run_info``); a resumed run must
+        match it.
+    model
+        ``state_dict()`` of the trained module (raw kernel hyperparameters, raw noise).
+    optimizer
+        ``state_dict()`` of Adam (moments, step counts).
+    estimator
+        ``state_dict()`` of the gradient estimator (frozen draws, its generator's
+        state); ``None`` for the exact estimator.
+    generator
+        State of the run's generator (``get_state()``, a CPU byte tensor).
+    log
+        The :class:`StepRecord` of every completed step.
+    solutions
+        The last step's solutions ``(n, 1 + s)`` (the next warm start), or ``None``.
+    """
+
+    identity: dict[str, object]
+    model: Mapping[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    estimator: dict[str, torch.Tensor] | None
+    generator: torch.Tensor
+    log: list[StepRecord]
+    solutions: torch.Tensor | None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def payload(self) -> dict[str, Any]:
+        """The serialised dict of format 2 (records as dicts, ``"format"`` last)."""
+        state = {key: getattr(self, key) for key in _KEYS}
+        state["log"] = [asdict(r) for r in self.log]
+        state["format"] = FORMAT
+        return state
+
+
+_KEYS = tuple(f.name for f in fields(TrainingCheckpoint))
 
 
 def _tensor_digest(*tensors: torch.Tensor) -> str:
@@ -37,16 +89,23 @@ def _tensor_digest(*tensors: torch.Tensor) -> str:
     return h.hexdigest()
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Write ``state`` with a checksum, atomically (a temporary file renamed over ``path``)."""
+def save_checkpoint(path: str | os.PathLike, state: TrainingCheckpoint | Mapping[str, Any]) -> None:
+    """Write ``state`` with a checksum, atomically (a temporary file renamed over ``path``).
+
+    Parameters
+    ----------
+    path
+        The file (its folder is created).
+    state
+        A :class:`TrainingCheckpoint`, or a mapping with its field names as keys.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    payload = dict(state)
-    payload["format"] = FORMAT
-    payload["log"] = [asdict(r) for r in state["log"]]
+    if not isinstance(state, TrainingCheckpoint):
+        state = TrainingCheckpoint(**{key: state[key] for key in _KEYS})
     buffer = io.BytesIO()
-    torch.save(payload, buffer)
+    torch.save(state.payload(), buffer)
     body = buffer.getvalue()
     header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(body).hexdigest().encode())
     with tmp.open("wb") as fh:
@@ -57,8 +116,13 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike) -> TrainingCheckpoint:
     """Read a checkpoint written by :func:`save_checkpoint`, verifying its checksum.
+
+    Returns
+    -------
+    TrainingCheckpoint
+        Tensors on the CPU.
 
     Raises
     ------
@@ -102,10 +166,8 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         or any(k not in payload for k in _KEYS)
     ):
         raise ValueError(f"checkpoint {name} is not a pnsolve training checkpoint")
-    payload["log"] = [
-        StepRecord(**{**r, "lengthscale": tuple(r["lengthscale"])}) for r in payload["log"]
-    ]
-    return payload
+    log = [StepRecord(**{**r, "lengthscale": tuple(r["lengthscale"])}) for r in payload["log"]]
+    return TrainingCheckpoint(**{**{key: payload[key] for key in _KEYS}, "log": log})
 
 
 #: identity entries stored as digests: a mismatch is reported without the values

@@ -8,8 +8,8 @@ from ...iterative import KernelSystem
 from ..exact import ExactGP
 from ..mll_estimators import PathwiseEstimator
 from .config import TrainingConfig
-from .loop import make_solver
 from .record import TrainingResult
+from .run import make_solver
 
 __all__ = ["predictive"]
 
@@ -73,9 +73,9 @@ def predictive(
     with torch.no_grad():
         B = est.targets(result.kernel, X, noise, yc)
         solver = make_solver(config, X.shape[0])
-        out = solver.solve(KernelSystem(result.kernel, X, noise), B, None, generator=generator)
-        samples = est.posterior_samples(result.kernel, X, noise, yc, out.solution, Xs)
-        latent = est.posterior_mean(result.kernel, X, noise, yc, out.solution, Xs)
+        V, _ = solver.solve(KernelSystem(result.kernel, X, noise), B, None, generator=generator)
+        samples = est.posterior_samples(result.kernel, X, noise, yc, V, Xs)
+        latent = est.posterior_mean(result.kernel, X, noise, yc, V, Xs)
         # the samples' expectation is the latent mean k(Xs, X) v_y: average around it
         var = (samples - latent.unsqueeze(-1)).square().mean(dim=1) + result.noise
     return result.mean + latent, var

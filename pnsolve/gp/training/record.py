@@ -6,7 +6,56 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["StepRecord", "TrainingResult"]
+from ...iterative import KernelSolveInfo
+
+__all__ = ["StepRecord", "StepSolve", "TrainingResult"]
+
+
+@dataclass(frozen=True)
+class StepSolve:
+    """What the solve of one training step reported (the fields of :class:`StepRecord`
+    that come from it).
+
+    The defaults describe a step without an iterative solve (the Cholesky solver, the
+    exact estimator): exact, free, converged.
+
+    Attributes
+    ----------
+    residual_norm_mean, residual_norm_probes
+        Relative residual norms of the mean system and (averaged) of the probe systems.
+    epochs, setup_epochs
+        All epochs of the solve and the part outside the iterations.
+    iterations
+        Solver iterations.
+    converged
+        Whether both tolerances held.
+    """
+
+    residual_norm_mean: float = 0.0
+    residual_norm_probes: float = 0.0
+    epochs: float = 0.0
+    setup_epochs: float = 0.0
+    iterations: int = 0
+    converged: bool = True
+
+    @classmethod
+    def of(cls, info: KernelSolveInfo) -> StepSolve:
+        """The record of a kernel-system solve's info."""
+        return cls(
+            residual_norm_mean=info.residual_norm_mean,
+            residual_norm_probes=info.residual_norm_probes,
+            epochs=info.epochs,
+            setup_epochs=info.setup_epochs,
+            iterations=info.iterations,
+            converged=info.converged,
+        )
+
+    def unusable(self, max_residual: float | None) -> bool:
+        """Whether the step's gradient must be skipped: the solve stopped unconverged with
+        a residual (mean or probes) above ``max_residual`` (``None``: never skip).
+        """
+        worst = max(self.residual_norm_mean, self.residual_norm_probes)
+        return max_residual is not None and not self.converged and worst > max_residual
 
 
 @dataclass(frozen=True)

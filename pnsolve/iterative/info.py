@@ -1,17 +1,17 @@
-"""What a solve of a kernel system returns."""
+"""What a solve of a kernel system reports next to its solution."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+from .._core.info import IterationInfo
 
-__all__ = ["SolveResult"]
+__all__ = ["KernelSolveInfo"]
 
 
-@dataclass(frozen=True)
-class SolveResult:
-    """Outcome of ``solver.solve(system, B)`` for ``K̂ U = B``.
+@dataclass(frozen=True, eq=False, kw_only=True)
+class KernelSolveInfo(IterationInfo):
+    """How ``solver.solve(system, B)`` solved ``K̂ U = B``: ``U, info = solver.solve(...)``.
 
     Column 0 of ``B`` is the *mean* system ``K̂ v_y = y``; columns ``1, …, k−1`` are
     probe systems. Residual norms are relative: ``‖b_j − K̂ u_j‖ / ‖b_j‖`` (for a zero
@@ -28,8 +28,25 @@ class SolveResult:
 
     Attributes
     ----------
-    solution
-        Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
+    iterations
+        Iterations run.
+    products
+        Full products ``K̂ V`` (one epoch each, whatever the number of columns;
+        ``system.products`` after minus before): CG's iterations, a warm start's initial
+        residual and true-residual products. Alternating projections and SGD iterate
+        on column and row blocks of ``K̂``, counted in :attr:`epochs`, not here.
+    residual_norms
+        Relative residual norms of every column, row 0 at the start and one row after
+        each iteration, shape ``(iterations + 1, k)``: the solver's tracked residual
+        (recursive for CG and alternating projections, the running estimate for SGD; a
+        frozen CG column repeats its last value).
+    stop_reason
+        ``CONVERGED`` (both tolerances hold; ``ZERO_RHS`` when ``B = 0``), ``BUDGET``
+        (the iterations ``max_epochs`` allows were spent), ``MAX_ITERATIONS`` (the
+        solver's ``max_iterations`` or the safety cap
+        :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`), ``STAGNATION`` (a true-residual
+        confirmation of a tolerance below ``√eps`` showed no progress) or ``BREAKDOWN``
+        (a CG direction with zero curvature at rounding level).
     epochs
         All epochs spent by this solve (``system.epochs`` after minus before):
         iterations plus :attr:`setup_epochs`.
@@ -41,10 +58,8 @@ class SolveResult:
         block, once per solve), true-residual products (1 epoch each: CG's and
         alternating projections' confirmations of tolerances below ``√eps``, SGD's
         checks of its residual estimate and its final true residual).
-    iterations
-        Iterations run.
     residual_norm_mean
-        Relative residual norm of column 0.
+        Relative residual norm of column 0 at the end.
     residual_norm_probes
         Arithmetic mean of the relative residual norms of columns ``1, …, k−1``
         (``nan`` when ``k == 1``).
@@ -53,15 +68,17 @@ class SolveResult:
     history
         ``(epochs so far, residual_norm_mean, residual_norm_probes)`` after each
         iteration (epochs including the set-up so far), for residual-versus-budget plots
-        (the solver's tracked residual: recursive for CG and alternating projections,
-        the running estimate for SGD).
+        (from the rows of :attr:`residual_norms`).
     """
 
-    solution: torch.Tensor
     epochs: float
     setup_epochs: float
-    iterations: int
     residual_norm_mean: float
     residual_norm_probes: float
     converged: bool
     history: tuple[tuple[float, float, float], ...]
+
+    @property
+    def success(self) -> bool:
+        """Whether both tolerances hold (= :attr:`converged`)."""
+        return self.converged

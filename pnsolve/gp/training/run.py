@@ -1,0 +1,256 @@
+"""The state of a training run between Adam steps, and one step of it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...iterative import (
+    AlternatingProjections,
+    ConjugateGradients,
+    KernelSystem,
+    StochasticGradientDescent,
+)
+from ...kernels.base import inv_softplus, softplus
+from ...kernels.matern import Matern
+from ..mll_estimators import (
+    ExactEstimator,
+    GradientEstimator,
+    PathwiseEstimator,
+    StandardEstimator,
+)
+from .checkpoint import TrainingCheckpoint
+from .config import TrainingConfig
+from .heuristic import initial_hyperparameters
+from .record import StepRecord, StepSolve, TrainingResult
+
+__all__ = ["TrainingRun", "make_estimator", "make_solver"]
+
+
+def make_solver(config: TrainingConfig, n: int) -> Any:
+    """The iterative solver a configuration names (``None`` for ``"cholesky"``)."""
+    common = {"tol": config.tol, "tol_probes": config.tol_probes}
+    if config.solver == "cg":
+        return ConjugateGradients(**common, preconditioner_rank=min(config.preconditioner_rank, n))
+    if config.solver == "ap":
+        return AlternatingProjections(**common, block_size=min(config.block_size, n))
+    if config.solver == "sgd":
+        extra = {} if config.sgd_lr is None else {"learning_rate": config.sgd_lr}
+        return StochasticGradientDescent(
+            **common, batch_size=min(config.batch_size, n), momentum=config.momentum, **extra
+        )
+    return None
+
+
+def make_estimator(config: TrainingConfig, generator: torch.Generator) -> GradientEstimator:
+    """The gradient estimator a configuration names, drawing from ``generator``."""
+    if config.estimator == "exact":
+        return ExactEstimator()
+    if config.estimator == "standard":
+        return StandardEstimator(config.num_probes, generator=generator)
+    return PathwiseEstimator(config.num_probes, config.num_features, generator=generator)
+
+
+class _Model(nn.Module):
+    """Matérn-3/2 ARD kernel and softplus noise: the trained parameters."""
+
+    def __init__(
+        self, lengthscale: torch.Tensor, outputscale: float, noise: float, min_noise: float
+    ) -> None:
+        super().__init__()
+        # kernel hyperparameters are stored in float64 (pnsolve's rule, cast to the
+        # data's dtype at evaluation); the noise lives in the data's dtype
+        self.kernel = Matern(
+            nu=1.5,
+            lengthscale=lengthscale,
+            outputscale=torch.tensor(outputscale, dtype=lengthscale.dtype),
+        )
+        raw = inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=lengthscale.dtype))
+        self.raw_noise = nn.Parameter(raw.to(lengthscale.device))
+        self.min_noise = min_noise
+
+    def noise(self) -> torch.Tensor:
+        return softplus(self.raw_noise) + self.min_noise
+
+
+@dataclass
+class TrainingRun:
+    """The state of one training run between steps (what a checkpoint saves).
+
+    :meth:`begin` starts or restores a run, :meth:`step` takes one Adam step,
+    :meth:`checkpoint` and :meth:`result` report it.
+    """
+
+    X: torch.Tensor  # (n, d)
+    yc: torch.Tensor  # (n,) centred targets
+    mean: float
+    config: TrainingConfig
+    generator: torch.Generator
+    model: _Model
+    optimizer: torch.optim.Adam
+    estimator: GradientEstimator
+    solver: Any
+    log: list[StepRecord]
+    solutions: torch.Tensor | None = None  # (n, 1 + s): the last step's, the next warm start
+
+    @classmethod
+    def begin(
+        cls,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        config: TrainingConfig,
+        generator: torch.Generator,
+        saved: TrainingCheckpoint | None,
+    ) -> TrainingRun:
+        """A fresh run (initial hyperparameters), or the one ``saved`` restored."""
+        mean = float(y.mean())
+        yc = y - mean
+        model = _initial_model(X, yc, config, generator, fresh=saved is None)
+        opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+        estimator = make_estimator(config, generator)
+        run = cls(X, yc, mean, config, generator, model, opt, estimator,
+                  make_solver(config, X.shape[0]), log=[])  # fmt: skip
+        if saved is not None:
+            run.restore(saved)
+        return run
+
+    def restore(self, saved: TrainingCheckpoint) -> None:
+        """Parameters, Adam state, frozen draws, generator state, log and warm start."""
+        X = self.X
+        self.model.load_state_dict(saved.model)
+        self.optimizer.load_state_dict(saved.optimizer)
+        if saved.estimator is not None:
+            # checkpoints load on the CPU: the frozen draws go back to the data's device
+            # (the generator state stays a CPU byte tensor, as torch requires)
+            self.estimator.load_state_dict(
+                {
+                    k: v if k == "generator_state" else v.to(X.device)
+                    for k, v in saved.estimator.items()
+                }
+            )
+        self.generator.set_state(saved.generator)
+        self.log = list(saved.log)
+        if saved.solutions is not None:
+            self.solutions = saved.solutions.to(dtype=X.dtype, device=X.device)
+
+    def step(self, step: int) -> StepRecord:
+        """One Adam step: solve, gradient, update (skipped for an unusable solve); logged."""
+        t0 = time.perf_counter()
+        config, model = self.config, self.model
+        noise = model.noise()
+        before = (
+            tuple(float(v) for v in model.kernel.lengthscale.detach().reshape(-1)),
+            float(model.kernel.outputscale.detach()),
+            float(noise.detach()),
+        )
+        self.optimizer.zero_grad()
+        if not config.warm_start and config.estimator != "exact":
+            self.estimator.resample(self.generator)
+        if config.estimator == "exact":
+            self.estimator.backward(model.kernel, self.X, noise, self.yc, None)
+            solve, skip = StepSolve(), False
+        else:
+            solve = self._solve(noise.detach())
+            skip = solve.unusable(config.max_step_residual)
+            if not skip:
+                self.estimator.backward(model.kernel, self.X, noise, self.yc, self.solutions)
+        if not skip:
+            self.optimizer.step()
+        record = StepRecord(
+            step=step,
+            residual_norm_mean=float(solve.residual_norm_mean),
+            residual_norm_probes=(
+                float(solve.residual_norm_probes) if config.estimator != "exact" else float("nan")
+            ),
+            epochs=float(solve.epochs),
+            setup_epochs=float(solve.setup_epochs),
+            iterations=int(solve.iterations),
+            converged=bool(solve.converged),
+            skipped=skip,
+            seconds=time.perf_counter() - t0,
+            lengthscale=before[0],
+            outputscale=before[1],
+            noise=before[2],
+        )
+        self.log.append(record)
+        return record
+
+    @torch.no_grad()
+    def _solve(self, noise: torch.Tensor) -> StepSolve:
+        """Solve ``K̂ V = [y, probes]`` at the current hyperparameters into ``solutions``."""
+        config, kernel = self.config, self.model.kernel
+        B = self.estimator.targets(kernel, self.X, noise, self.yc)
+        if self.solver is None:
+            self.solutions = _cholesky_solve(kernel, self.X, float(noise), B)
+            return StepSolve()
+        x0 = self.solutions if config.warm_start else None
+        system = KernelSystem(kernel, self.X, noise)
+        self.solutions, info = self.solver.solve(
+            system, B, x0, max_epochs=config.epochs_budget, generator=self.generator
+        )
+        return StepSolve.of(info)
+
+    def checkpoint(self, identity: dict[str, object]) -> TrainingCheckpoint:
+        """What the checkpoint file holds after the last step."""
+        exact = self.config.estimator == "exact"
+        return TrainingCheckpoint(
+            identity=identity,
+            model=self.model.state_dict(),
+            optimizer=self.optimizer.state_dict(),
+            estimator=None if exact else self.estimator.state_dict(),
+            generator=self.generator.get_state(),
+            log=self.log,
+            solutions=self.solutions,
+        )
+
+    def result(self) -> TrainingResult:
+        """The fitted hyperparameters, the log and the last solutions."""
+        self.model.requires_grad_(False)
+        return TrainingResult(
+            kernel=self.model.kernel,
+            noise=float(self.model.noise().detach()),
+            mean=self.mean,
+            log=self.log,
+            solutions=self.solutions,
+            estimator=self.estimator,
+        )
+
+
+def _initial_model(
+    X: torch.Tensor,
+    yc: torch.Tensor,
+    config: TrainingConfig,
+    generator: torch.Generator,
+    *,
+    fresh: bool,
+) -> _Model:
+    """The module at the initial hyperparameters (the heuristic draws from ``generator``
+    only for a fresh run; a resumed one loads its parameters over these).
+    """
+    d = X.shape[1]
+    if fresh and config.init == "heuristic":
+        ls, os_, noise0 = initial_hyperparameters(
+            X,
+            yc,
+            generator=generator,
+            subset=config.init_subset,
+            centroids=config.init_centroids,
+            steps=config.init_steps,
+            lr=config.lr,
+            init_value=config.init_value,
+        )
+    else:
+        ls = torch.full((d,), config.init_value, dtype=X.dtype, device=X.device)
+        os_, noise0 = config.init_value, config.init_value
+    return _Model(ls.to(X.dtype), os_, noise0, config.min_noise).to(X.device)
+
+
+def _cholesky_solve(kernel: Matern, X: torch.Tensor, noise: float, B: torch.Tensor) -> torch.Tensor:
+    """``K̂⁻¹ B`` by a dense Cholesky factorisation (the ``"cholesky"`` solver)."""
+    K = kernel(X)
+    K.diagonal().add_(noise)
+    return torch.cholesky_solve(B, torch.linalg.cholesky(K))
