@@ -8,13 +8,10 @@ import torch
 
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
+from ..pathwise import pathwise_update
 from ._checks import check_problem, check_solutions
 
 __all__ = ["GradientEstimator"]
-
-#: Above this many entries of ``K(Xs, X)``, predictions go through the matrix-free
-#: ``kernel.linop(Xs, X)`` (2²² entries = 32 MiB in float64).
-_DENSE_ENTRIES = 2**22
 
 
 class GradientEstimator(abc.ABC):
@@ -126,13 +123,4 @@ class GradientEstimator(abc.ABC):
         """
         kernel, X, noise, y, solutions = self._checked(kernel, X, noise, y, solutions)
         Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
-        return cross_kernel_matmul(kernel, Xs, X, solutions[:, :1])[:, 0]
-
-
-def cross_kernel_matmul(
-    kernel: StationaryKernel, Xs: torch.Tensor, X: torch.Tensor, V: torch.Tensor
-) -> torch.Tensor:
-    """``K(Xs, X) @ V``: dense for small ``t · n``, else matrix-free (chunked in ``n``)."""
-    if Xs.shape[0] * X.shape[0] <= _DENSE_ENTRIES:
-        return kernel(Xs, X) @ V
-    return kernel.linop(Xs, X) @ V
+        return pathwise_update(kernel, Xs, X, solutions[:, :1])[:, 0]

@@ -2,44 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
+from ..pathwise import PathwiseDraws, pathwise_update
 from ._checks import check_chunk_rows, check_kernel, check_positive_int, check_problem, noise_value
-from ._features import draw_feature_base, rff_features
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
 from ._surrogate import accumulate_surrogate_gradient
-from .base import GradientEstimator, cross_kernel_matmul
+from .base import GradientEstimator
 
 __all__ = ["PathwiseDraws", "PathwiseEstimator"]
-
-#: Rows of ``φ(Xs)`` evaluated at once in predictions (bounds memory for large ``t``).
-_FEATURE_ENTRIES = 2**22
-
-
-@dataclass(frozen=True)
-class PathwiseDraws:
-    """The frozen random draws of a :class:`PathwiseEstimator`.
-
-    Attributes
-    ----------
-    base_frequencies
-        RFF base frequencies ``ε`` (spectral draws for unit lengthscale), shape ``(m, d)``.
-    phases
-        RFF phases ``b ~ U[0, 2π)``, shape ``(m,)``.
-    feature_weights
-        Prior-function weights ``w_f ~ N(0, I)``, shape ``(m, s)``: ``f_j = φᵀ w_f[:, j]``.
-    noise_weights
-        Standard-normal noise draws ``w ~ N(0, I)``, shape ``(n, s)``: ``ε_j = σ w_j``.
-    """
-
-    base_frequencies: torch.Tensor
-    phases: torch.Tensor
-    feature_weights: torch.Tensor
-    noise_weights: torch.Tensor
 
 
 class PathwiseEstimator(FrozenDraws, GradientEstimator):
@@ -159,12 +132,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         self._draws = draws
 
     def _draw(self, kernel: StationaryKernel, X: torch.Tensor) -> PathwiseDraws:
-        g = self._generator
-        eps, phases = draw_feature_base(kernel, self.num_features, X, g)
-        shape_f, shape_w = (self.num_features, self.num_probes), (X.shape[0], self.num_probes)
-        wf = torch.randn(shape_f, generator=g, dtype=X.dtype, device=g.device)
-        w = torch.randn(shape_w, generator=g, dtype=X.dtype, device=g.device)
-        return PathwiseDraws(eps, phases, wf.to(X.device), w.to(X.device))
+        return PathwiseDraws.draw(kernel, self.num_features, self.num_probes, X, self._generator)
 
     def _require_draws(self, X: torch.Tensor) -> PathwiseDraws:
         if self._draws is None:
@@ -199,16 +167,15 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
                 f"{eps.device} like the frozen frequencies, got shape {tuple(X.shape)}, "
                 f"{X.dtype} on {X.device}; call resample() to draw for new data"
             )
-        return rff_features(kernel, X, draws.base_frequencies, draws.phases)
+        return draws.features(kernel, X)
 
     def prior_samples(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
         """The ``s`` prior function draws ``f_j(Xs) = φ(Xs) w_f[:, j]``, shape ``(t, s)``."""
         draws = self._draws
         if draws is None:
             raise RuntimeError("no probes drawn yet: call targets() first")
-        rows = max(1, _FEATURE_ENTRIES // self.num_features)
-        blocks = [self.features(kernel, c) @ draws.feature_weights for c in Xs.split(rows)]
-        return torch.cat(blocks, dim=0)
+        self.features(kernel, Xs[:1])  # the argument checks, once
+        return draws.prior(kernel, Xs)
 
     # --------------------------------------------------------------------- estimator
     def targets(
@@ -292,9 +259,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         """
         kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
         Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
-        self._require_draws(X)
-        update = cross_kernel_matmul(kernel, Xs, X, V[:, :1] - V[:, 1:])
-        return self.prior_samples(kernel, Xs) + update
+        draws = self._require_draws(X)
+        return draws.prior(kernel, Xs) + pathwise_update(kernel, Xs, X, V[:, :1] - V[:, 1:])
 
     def __repr__(self) -> str:
         return f"PathwiseEstimator(num_probes={self.num_probes}, num_features={self.num_features})"
