@@ -127,19 +127,13 @@ class IterGP:
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         A = self.system(X)
         self.X, self.y, self.A = X, y, A
-        state = None
+        norms = []
         for state in self.solver.iterate(A, y - self.mean, generator=generator):
+            if state.iteration == len(norms):  # a breakdown repeats the last iteration
+                norms.append(state.residual_norm)
             self.belief = state.belief
             yield state, self._posterior(Xs, state.belief)
-        if state is not None:
-            self.info = SolveInfo(
-                iterations=state.iteration,
-                products=state.products,
-                matvecs=state.matvecs,
-                stop_reason=state.stop_reason,
-                residual_norms=state.residual_norm.reshape(1),
-                rank=state.belief.rank,
-            )
+        self.info = SolveInfo.from_history(state, norms)
 
     # ---------------------------------------------------------------- prediction
     def posterior(

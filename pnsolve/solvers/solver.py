@@ -158,16 +158,9 @@ class ProbabilisticLinearSolver:
         """
         norms = []
         for state in self.iterate(A, b, x0=x0, buffer=buffer, generator=generator):
-            norms.append(state.residual_norm)
-        info = SolveInfo(
-            iterations=state.iteration,
-            products=state.products,
-            matvecs=state.matvecs,
-            stop_reason=state.stop_reason,
-            residual_norms=torch.stack(norms),
-            rank=state.belief.rank,
-        )
-        return state.belief, info
+            if state.iteration == len(norms):  # a breakdown repeats the last iteration
+                norms.append(state.residual_norm)
+        return state.belief, SolveInfo.from_history(state, norms)
 
     # ------------------------------------------------------------------ pieces
     def _check(self, A, b, x0, generator):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -106,3 +107,45 @@ class SolveInfo(IterationInfo):
     def converged(self) -> bool:
         """Whether the run stopped because the residual met its tolerance (= ``success``)."""
         return self.success
+
+    @classmethod
+    def from_states(cls, states: Iterable[SolverState]) -> SolveInfo:
+        """The summary of a run from its states (iteration 0 first, the stopping one last).
+
+        Consumes ``states`` (e.g. ``solver.iterate(A, b)``) keeping only the residual
+        norms and the last state, so memory stays ``O(iterations)``.
+        """
+        norms, last = [], None
+        for last in states:
+            if last.iteration == len(norms):  # a breakdown repeats the last iteration
+                norms.append(last.residual_norm)
+        if last is None:
+            raise ValueError("states is empty: a run yields at least its prior state")
+        return cls.from_history(last, norms)
+
+    @classmethod
+    def from_history(cls, last: SolverState, residual_norms: Sequence[torch.Tensor]) -> SolveInfo:
+        """The summary from the stopping state and the residual norms of every state.
+
+        Parameters
+        ----------
+        last
+            The state the run ended on (with its ``stop_reason``).
+        residual_norms
+            ``‖r_i‖`` of iterations ``0, …, last.iteration`` (0-d tensors).
+        """
+        if last.stop_reason is None:
+            raise ValueError("the last state has no stop_reason: the run is not finished")
+        if len(residual_norms) != last.iteration + 1:
+            raise ValueError(
+                f"residual_norms has {len(residual_norms)} entries for "
+                f"{last.iteration} iterations (expected {last.iteration + 1})"
+            )
+        return cls(
+            iterations=last.iteration,
+            products=last.products,
+            matvecs=last.matvecs,
+            stop_reason=last.stop_reason,
+            residual_norms=torch.stack(list(residual_norms)),
+            rank=last.belief.rank,
+        )

@@ -144,6 +144,12 @@ def test_iterate_records_info_and_one_product_per_iteration():
     states = [s for s, _ in gp.iterate(X, y, Xs)]
     assert [s.iteration for s in states] == list(range(6))
     assert gp.info.iterations == 5 and gp.info.products == 5
+    # the whole residual history (it used to hold only the last norm), equal to fit()'s
+    torch.testing.assert_close(
+        gp.info.residual_norms, torch.stack([s.residual_norm for s in states])
+    )
+    fitted = _itergp(pn.policies.CG(), 5).fit(X, y)
+    torch.testing.assert_close(gp.info.residual_norms, fitted.info.residual_norms)
 
 
 def test_bad_input():

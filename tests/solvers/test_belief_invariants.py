@@ -149,6 +149,7 @@ def test_stalled_residual_does_not_add_the_same_direction_again(dtype):
     A_dense = problem.A.to_dense()
     assert info.rank <= 40
     assert info.stop_reason is pn.StopReason.BREAKDOWN
+    assert info.residual_norms.shape == (info.iterations + 1,)  # one norm per iteration
     _check_belief(belief, A_dense, 1e3, "stalled")
 
 
