@@ -56,6 +56,7 @@ def test_log_marginal_likelihood_matches_scipy_and_has_gradients():
     assert k.raw_lengthscale.grad is not None and math.isfinite(float(k.raw_lengthscale.grad))
 
 
+@pytest.mark.statistical
 def test_sample_moments():
     X, y, Xs = _data(t=3)
     post = pn.gp.ExactGP(_kernel(), noise=0.05).fit(X, y).posterior(Xs)

@@ -58,6 +58,7 @@ def test_root_rank_is_the_cache_rank_and_captures_the_top_of_the_spectrum():
     torch.testing.assert_close(ritz[-1], lam[-1], rtol=krylov_tol(F64, 1.0) * 1e3, atol=0)
 
 
+@pytest.mark.statistical
 def test_samples_have_the_root_distribution():
     # s draws mean + S z: the sample mean and covariance must match (mean, S Sᵀ).
     X, y, Xs = _data(t=6)

@@ -72,6 +72,7 @@ def _cholesky(kernel, X, noise):
 
 
 # ----------------------------------------------------------------------- unbiasedness
+@pytest.mark.statistical
 @pytest.mark.parametrize(
     "make",
     [
@@ -115,6 +116,7 @@ def test_estimators_are_unbiased(make):
 
 
 # ------------------------------------------------------------- pathwise probe moments
+@pytest.mark.statistical
 def test_pathwise_probes_have_covariance_khat_inverse():
     # ẑ = K̂⁻¹ ξ with ξ = Φ w_f + σ w: E[ẑ ẑᵀ] = K̂⁻¹ (marginally over the frequencies,
     # so every sample gets fresh frequencies, weights and noise draws via resample()).
@@ -166,6 +168,7 @@ def _rff_conditioned_moments(est, kernel, X, noise, y, Xs):
         return A @ y, D @ D.mT + noise * A @ A.mT
 
 
+@pytest.mark.statistical
 def test_posterior_samples_match_posterior_moments():
     X, y = _problem(n=20)
     Xs = 1.4 * torch.rand(4, 2, generator=_gen(4), dtype=F64) - 0.2

@@ -137,6 +137,7 @@ def _sampling_distribution(samples: PathwiseSamples, y, noise, Xs):
         return mu + A @ (y - mu), D @ D.mT + noise * A @ A.mT
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize(
     "kernel,d", [(pn.kernels.RBF(0.4, outputscale=1.3), 2), (pn.kernels.Matern(2.5, 0.3), 1)]
 )

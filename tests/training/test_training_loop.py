@@ -139,6 +139,7 @@ def test_epoch_budget_is_respected_per_step():
     assert not any(r.converged for r in res.log)
 
 
+@pytest.mark.statistical
 def test_pathwise_prediction_matches_cholesky():
     X, y = _data(n=150)
     config = TrainingConfig(solver="cholesky", estimator="exact", steps=10)
