@@ -66,6 +66,7 @@ def test_inverse_prior_variance_non_increasing(problem):
     assert bool((var >= 0).all())
 
 
+@pytest.mark.slow
 @given(problem=spd_problems(n=st.integers(2, 30), dtypes=DTYPES, max_cond=MAX_COND))
 def test_inverse_approx_below_inverse(problem):
     dtype, n = problem.A.dtype, problem.n

@@ -12,6 +12,7 @@ import pytest
 from pnsolve.cli import main
 
 
+@pytest.mark.slow
 def test_demo_prints_table_and_writes_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     rc = main(["demo", "--out", str(tmp_path), "--rank", "50"])
     out = capsys.readouterr().out

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_docs_build_strictly(site: Path) -> None:
     api = (site / "api" / "krylov" / "index.html").read_text()
     for name in ("pnsolve.krylov.cg", "pnsolve.krylov.lanczos"):

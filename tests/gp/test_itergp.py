@@ -111,6 +111,7 @@ def test_matrix_free_backend_agrees_with_dense():
     assert float((dense.var - free.var).abs().max()) <= tol
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_calibration_on_prior_draws():
     """f ~ GP prior, y = f(X) + ε: standardized errors under the combined variance.

@@ -62,6 +62,7 @@ def _model(lik, iters=400, **kw):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bernoulli", "poisson", "softmax"])
 @pytest.mark.parametrize("recycle", [False, True])
 def test_newton_reaches_the_dense_laplace_mode(kind, recycle):
@@ -177,6 +178,7 @@ def _dense_laplace_var(kernel, X, Xs, lik, f, y):
     return prior - ((Ks @ M) * Ks).sum(1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["softmax", "bernoulli"])
 def test_latent_variance_splits_into_laplace_plus_computational(kind):
     # math_var (exact solves with the final system) is the Laplace variance

@@ -92,6 +92,7 @@ def test_breast_cancer_all_points(lengthscale):
     assert m.buffer.size <= n + len(m.steps)
 
 
+@pytest.mark.slow
 def test_digits_softmax():
     data = pn.datasets.load_digits(generator=torch.Generator().manual_seed(0))
     X, y = data.X_train[:150], data.y_train[:150]

@@ -18,6 +18,9 @@ import torch
 
 import pnsolve as pn
 
+# fits hyperparameters on real data once per module (~20 s)
+pytestmark = pytest.mark.slow
+
 F64 = torch.float64
 SMAE_TARGET = 1e-4  # DESIGN §7 / issue 4: SMAE ≤ 1e-4 at rank ≤ 100 on data with d ≤ 3
 COLUMNS = [0, 1, 2]  # cement, blast-furnace slag, fly ash

@@ -39,6 +39,7 @@ def _args(tmp_path: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_quick_run_then_reuse(bench, tmp_path, capsys):
     # without SGD the early-stopping study needs no learning rate (a KeyError once)
     assert bench.main(_args(tmp_path, "--solvers", "cg", "ap", "--jobs", "2")) == 0

@@ -12,6 +12,7 @@ import torch
 TUTORIALS = sorted((Path(__file__).resolve().parents[2] / "tutorials").glob("*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PNSOLVE_SMOKE", "1")
