@@ -37,9 +37,11 @@ bench: $(VENV)/.dev
 docs: $(VENV)/.dev
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
+# ruff on everything we ship or run; mypy on the package (settings in pyproject.toml)
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check pnsolve tests tutorials benchmarks
 	$(VENV)/bin/ruff format --check pnsolve tests tutorials benchmarks
+	$(VENV)/bin/mypy pnsolve
 
 format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix pnsolve tests tutorials benchmarks

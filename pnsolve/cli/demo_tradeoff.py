@@ -18,10 +18,14 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from .text import format_table
+
+if TYPE_CHECKING:
+    from ..policies.base import Policy
 
 __all__ = ["TradeoffRow", "default_policies", "run_tradeoff"]
 
@@ -36,7 +40,7 @@ class TradeoffRow:
     relative_uncertainty: float
 
 
-def default_policies() -> dict[str, object]:
+def default_policies() -> dict[str, Policy]:
     """The policies the demo compares: CG, greedy and random unit vectors, Gaussian sketches."""
     import pnsolve as pn
 
@@ -55,7 +59,7 @@ def run_tradeoff(
     noise: float,
     *,
     checkpoints: Sequence[int] = (10, 50, 200),
-    policies: dict[str, object] | None = None,
+    policies: dict[str, Policy] | None = None,
     out: str | Path = "outputs/demo",
     title: str = "",
     seed: int = 0,

@@ -124,24 +124,24 @@ def _load(args: argparse.Namespace):
     return load_uci(args.dataset, split=args.split, data_dir=args.data_dir)
 
 
-def _write_log(log, path: str) -> Path:
+def _write_log(log, path: str | Path) -> Path:
     """One CSV row per step (lengthscales joined by ``;``)."""
     import csv
     from dataclasses import asdict, fields
 
     from ..gp.training import StepRecord
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
     names = [f.name for f in fields(StepRecord)]
-    with path.open("w", newline="") as fh:
+    with out.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(names)
         for record in log:
             row = asdict(record)
             row["lengthscale"] = ";".join(f"{v:.6g}" for v in record.lengthscale)
             writer.writerow([row[k] for k in names])
-    return path
+    return out
 
 
 def run_fit(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 __all__ = ["main"]
 
@@ -31,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
@@ -40,7 +41,10 @@ def one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _number(text: str, kind: type) -> float | int:
+_Number = TypeVar("_Number", int, float)
+
+
+def _number(text: str, kind: type[_Number]) -> _Number:
     try:
         return kind(text)
     except ValueError:

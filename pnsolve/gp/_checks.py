@@ -67,7 +67,9 @@ def as_tensor(
     return x
 
 
-def check_inputs(X: object, name: str, d: int | None = None, like: torch.Tensor | None = None):
+def check_inputs(
+    X: object, name: str, d: int | None = None, like: torch.Tensor | None = None
+) -> torch.Tensor:
     """A finite floating ``(n, d)`` tensor (matching ``like``'s dtype/device when given).
 
     NumPy arrays are converted (see :func:`as_tensor`): floating arrays keep their
@@ -116,4 +118,5 @@ def check_noise(noise: object) -> float | torch.Tensor:
         value = float(noise) if isinstance(noise, int | float) else math.nan
     if isinstance(noise, bool) or not (value > 0 and math.isfinite(value)):
         raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
+    assert isinstance(noise, torch.Tensor | int | float)  # anything else has value NaN
     return noise

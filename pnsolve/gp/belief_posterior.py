@@ -137,6 +137,8 @@ def belief_posterior(
             return prior_cov() - KV @ KV.mT
 
     def root() -> torch.Tensor:
+        # passed on only with a cache, which requires prior_operator (checked above)
+        assert cache is not None and prior_operator is not None
         return sampling_root(prior_operator(), KV, var, cache.rank)
 
     def exact() -> torch.Tensor:

@@ -85,9 +85,11 @@ class ExactGP:
             self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
         return self
 
-    def _require_fit(self) -> None:
+    def _require_fit(self) -> torch.Tensor:
+        """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
+        return self.X
 
     def posterior(
         self,
@@ -130,16 +132,16 @@ class ExactGP:
             for ``"love"`` the belief posterior of the cache
             (:func:`~pnsolve.gp.love_posterior.love_posterior`).
         """
-        self._require_fit()
+        X = self._require_fit()
         if method not in ("exact", "love"):
             raise ValueError(f"method must be 'exact' or 'love', got {method!r}")
-        Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         if method == "love":
             check_rank(rank)
             return love_posterior(
                 cache=self._love_cache(rank, probe, Xs, cache),
                 kernel=self.kernel,
-                X=self.X,
+                X=X,
                 Xs=Xs,
                 weights=self.weights,
                 offset=self.mean,
@@ -147,7 +149,7 @@ class ExactGP:
                 math_var=lambda: self._exact_var(Xs),
             )
         with torch.no_grad():
-            Kxs = self.kernel(Xs, self.X)  # (t, n)
+            Kxs = self.kernel(Xs, X)  # (t, n)
             mean = self.mean + Kxs @ self.weights
             W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)  # (n, t)
             var = self.kernel.diag(Xs) - (W * W).sum(0)
@@ -179,10 +181,10 @@ class ExactGP:
         LoveCache
             The cache; the model is not modified (keep the cache yourself).
         """
-        self._require_fit()
+        X = self._require_fit()
         check_rank(rank)
         if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+            Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         return self._love_cache(rank, probe, Xs, None)
 
     def _love_cache(
@@ -195,7 +197,7 @@ class ExactGP:
         return resolve_love_cache(
             self.A,
             self.kernel,
-            self.X,
+            self._require_fit(),
             rank=rank,
             probe=probe,
             Xs=Xs,

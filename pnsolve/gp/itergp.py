@@ -127,7 +127,7 @@ class IterGP:
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         A = self.system(X)
         self.X, self.y, self.A = X, y, A
-        norms = []
+        norms: list[torch.Tensor] = []
         for state in self.solver.iterate(A, y - self.mean, generator=generator):
             if state.iteration == len(norms):  # a breakdown repeats the last iteration
                 norms.append(state.residual_norm)
@@ -182,16 +182,16 @@ class IterGP:
             ``mean``, ``var`` (combined), ``math_var`` and ``comp_var`` (on demand:
             ``t`` exact solves with ``K̂``), ``cov()``, ``sample(...)``.
         """
-        self._require_fit()
+        X = self._require_fit()
         if method not in ("belief", "love"):
             raise ValueError(f"method must be 'belief' or 'love', got {method!r}")
-        Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         if method == "love":
             check_rank(rank)
             return love_posterior(
                 cache=self._love_cache(rank, probe, Xs, cache),
                 kernel=self.kernel,
-                X=self.X,
+                X=X,
                 Xs=Xs,
                 weights=self.belief.mean,
                 offset=self.mean,
@@ -220,10 +220,10 @@ class IterGP:
         LoveCache
             The cache; the model is not modified (keep the cache yourself).
         """
-        self._require_fit()
+        X = self._require_fit()
         check_rank(rank)
         if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", self.X.shape[1], like=self.X)
+            Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         return self._love_cache(rank, probe, Xs, None)
 
     def _love_cache(
@@ -236,7 +236,7 @@ class IterGP:
         return resolve_love_cache(
             self.A,
             self.kernel,
-            self.X,
+            self._require_fit(),
             rank=rank,
             probe=probe,
             Xs=Xs,
@@ -245,9 +245,11 @@ class IterGP:
             cache=cache,
         )
 
-    def _require_fit(self) -> None:
+    def _require_fit(self) -> torch.Tensor:
+        """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
         if self.X is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
+        return self.X
 
     def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
         return belief_posterior(

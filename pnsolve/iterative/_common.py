@@ -67,8 +67,10 @@ def check_count(value: object, name: str) -> int | None:
 
 
 def confirm_below(dtype: torch.dtype, tol: float, tol_probes: float) -> bool:
-    """Whether a tolerance is so tight (``< √eps``) that convergence is confirmed on the
-    true residual: recursively updated residuals drift from ``b − K̂u`` by rounding.
+    """Whether a tolerance is so tight (``< √eps``) that convergence needs confirming.
+
+    Convergence is then confirmed on the true residual: recursively updated residuals
+    drift from ``b − K̂u`` by rounding.
     """
     return min(tol, tol_probes) < math.sqrt(torch.finfo(dtype).eps)
 
@@ -143,8 +145,7 @@ class Normalised:
 
 
 class Tracker:
-    """Budget, set-up accounting, tolerances and history of one solve (lives only inside
-    ``solve``).
+    """Budget, set-up accounting, tolerances and history of one solve (inside ``solve``).
 
     The budget caps *iterations*, as in Algorithms 1–3 of Lin et al.: with ``T =
     max_epochs`` and ``c`` the epochs of one iteration (``1`` for CG, ``b/n`` for
@@ -286,11 +287,12 @@ def _iterations_within(max_epochs: float, iteration_epochs: Fraction) -> int:
 
 
 def column_major(R: torch.Tensor) -> torch.Tensor:
-    """A copy of ``R`` ``(n, k)`` stored column by column (the transpose of a contiguous
-    ``(k, n)`` tensor), the layout the solvers keep their residuals in: per-column norms,
-    AP's block sums and its update ``R −= K̂[:, I] Δ`` (which the dense system returns in
-    this layout) then run over contiguous memory (measured: norms 4× faster at
-    ``n = 1000``, ``k = 65``).
+    """A copy of ``R`` ``(n, k)`` stored column by column.
+
+    The storage is the transpose of a contiguous ``(k, n)`` tensor, the layout the
+    solvers keep their residuals in: per-column norms, AP's block sums and its update
+    ``R −= K̂[:, I] Δ`` (which the dense system returns in this layout) then run over
+    contiguous memory (measured: norms 4× faster at ``n = 1000``, ``k = 65``).
     """
     # clone, not .contiguous(): a one-column R is already "contiguous" in both layouts,
     # and .contiguous() would return it uncopied (the solvers then overwrite their B̃)

@@ -199,9 +199,11 @@ class ConjugateGradients:
 
 
 class _Gate:
-    """The stop hook (``StopHook`` of :func:`~pnsolve.krylov.conjugate_gradient.cg_core`)
-    of the CG runs of one solve: records the history and stops on the aggregate
-    tolerances; at the start of a run that confirms a claim, judges the true residual.
+    """The stop hook of the CG runs of one solve.
+
+    A ``StopHook`` of :func:`~pnsolve.krylov.conjugate_gradient.cg_core`: records the
+    history and stops on the aggregate tolerances; at the start of a run that confirms a
+    claim, judges the true residual.
     """
 
     def __init__(self, track: Tracker) -> None:
@@ -229,8 +231,10 @@ class _Gate:
 
 
 class _LazyPivotedCholesky(LinearOperator):
-    """``P⁻¹`` of the rank-``rank`` pivoted Cholesky of ``K̂``, factorised at the first
-    application (so a solve that runs no iteration pays nothing for it).
+    """``P⁻¹`` of the rank-``rank`` pivoted Cholesky of ``K̂``.
+
+    Factorised at the first application (so a solve that runs no iteration pays nothing
+    for it).
     """
 
     def __init__(self, system: KernelSystem, rank: int) -> None:

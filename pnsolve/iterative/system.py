@@ -281,8 +281,9 @@ class KernelSystem(LinearOperator):
         return out
 
     def as_linop(self) -> LinearOperator:
-        """The system itself (it is a :class:`~pnsolve.linops.LinearOperator`); kept for
-        code written when it was not.
+        """The system itself (it is a :class:`~pnsolve.linops.LinearOperator`).
+
+        Kept for code written when it was not.
         """
         return self
 

@@ -94,7 +94,7 @@ class KernelMatrix(LinearOperator):
         ):
             raise ValueError(f"tile must be a pair of positive ints, got {tile!r}")
         sym = X2 is None
-        n2 = X1.shape[0] if sym else X2.shape[0]
+        n2 = X1.shape[0] if X2 is None else X2.shape[0]
         super().__init__((X1.shape[0], n2), X1.dtype, X1.device, is_symmetric=sym, is_psd=sym)
         self.kernel = kernel
         self.X1 = X1

@@ -58,6 +58,11 @@ class RandomFourierFeatures(nn.Module):
         For a non-positive ``num_features``/``input_dim`` or an ARD mismatch.
     """
 
+    # the frozen draws, registered as buffers in __init__ (declared for type checkers:
+    # nn.Module.__getattr__ types every buffer as ``Tensor | Module``)
+    base_frequencies: torch.Tensor
+    phases: torch.Tensor
+
     def __init__(
         self,
         kernel: StationaryKernel,

@@ -1,5 +1,7 @@
-"""The working set of the CG iterations and its safeguards: breakdown checks (shared by
-``pn.cg`` and ULISSE's truncated CG) and the residual replacement of ``pn.cg``.
+"""The working set of the CG iterations and its safeguards.
+
+Breakdown checks (shared by ``pn.cg`` and ULISSE's truncated CG) and the residual
+replacement of ``pn.cg``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ RELIABLE_UPDATE_FACTOR = 1e-2
 
 @dataclass
 class ActiveColumns:
-    """The compacted working set of still-active columns (private to one run). ``X``
-    aliases the returned solution while every column is active; after the first column
+    """The compacted working set of still-active columns (private to one run).
+
+    ``X`` aliases the returned solution while every column is active; after the first column
     stops, the working set holds copies and frozen columns are written back once.
     """
 

@@ -70,14 +70,19 @@ class CGInfo(IterationInfo):
 
 
 class ProductCount:
-    """Counts products with ``A``, columns multiplied and true-residual checks (what
-    :class:`CGInfo` reports); ``count(A, V)`` returns ``A @ V``.
+    """Counts products with ``A``, columns multiplied and true-residual checks.
+
+    These are what :class:`CGInfo` reports; ``count(A, V)`` returns ``A @ V``.
     """
 
     def __init__(self) -> None:
         self.products = self.matvecs = self.checks = 0
 
     def __call__(self, A: LinearOperator, V: torch.Tensor, check: bool = False) -> torch.Tensor:
+        """``A @ V``, shape ``(n, k)``, counted as one product of ``k`` columns.
+
+        ``check`` marks the product as a true-residual check.
+        """
         self.products += 1
         self.matvecs += V.shape[1]
         self.checks += int(check)

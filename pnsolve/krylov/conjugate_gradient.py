@@ -1,5 +1,7 @@
-"""Conjugate gradients: the front door :func:`cg` and the loop behind it, :func:`cg_core`
-(per-column tolerances, a stop hook), on which the kernel-system CG runs too."""
+"""Conjugate gradients: the front door :func:`cg` and the loop behind it, :func:`cg_core`.
+
+The loop (per-column tolerances, a stop hook) is the one the kernel-system CG runs on too.
+"""
 
 from __future__ import annotations
 
@@ -209,7 +211,9 @@ def cg_core(
     return run.X, run.finish(cols, reason)
 
 
-def _check_core(A: object, B: torch.Tensor, x0: object, tol: torch.Tensor, maxiter: int) -> None:
+def _check_core(
+    A: object, B: torch.Tensor, x0: torch.Tensor | None, tol: torch.Tensor, maxiter: int
+) -> None:
     if not isinstance(A, LinearOperator) or B.ndim != 2 or A.shape != (B.shape[0],) * 2:
         raise ValueError(f"need a square LinearOperator A and B of shape (n, k), got {A!r}")
     if tol.shape != B.shape[1:] or (x0 is not None and x0.numel() != B.numel()):
@@ -262,8 +266,10 @@ class _Run:
         )  # fmt: skip
 
     def columns(self, M: LinearOperator | None) -> ActiveColumns:
-        """The unconverged columns with their first direction (classical PCG
-        preconditions all ``k`` residuals before compacting)."""
+        """The unconverged columns with their first direction.
+
+        Classical PCG preconditions all ``k`` residuals before compacting.
+        """
         idx = (~self.converged).nonzero().squeeze(1)
         aliased = idx.numel() == self.B.shape[1]
         R = self.R[:, idx] if self.exact else self.R
@@ -347,8 +353,10 @@ def _iterate(
 
 
 def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
-    """One iteration on the active columns (one product with ``A``); stops the columns
-    that are done. Returns the mask of the remaining columns whose direction restarts.
+    """One iteration on the active columns (one product with ``A``).
+
+    Stops the columns that are done. Returns the mask of the remaining columns whose
+    direction restarts.
 
     Classical PCG (``not run.exact``) updates unfused (``x + α p``, not ``addcmul``)
     and computes the next direction before freezing, as the kernel-system CG always did.
@@ -388,8 +396,9 @@ def _next_direction(
     it: int,
     checked: Tensor | None = None,
 ) -> None:
-    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``; ``rz > 0``
-    is checked on the columns ``checked`` (default all).
+    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
+
+    ``rz > 0`` is checked on the columns ``checked`` (default all).
     """
     Z = cols.R if M is None else M.matmat(cols.R)
     rz = torch.linalg.vecdot(cols.R, Z, dim=0)

@@ -88,7 +88,7 @@ class Likelihood(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def check_targets(self, y: torch.Tensor) -> torch.Tensor:
+    def check_targets(self, y: object) -> torch.Tensor:
         """Validate observed targets ``y`` of shape ``(n,)`` and return them as a tensor.
 
         Raises
@@ -257,7 +257,8 @@ class Likelihood(abc.ABC):
     ) -> torch.Tensor:
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
             raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
-        if check_generator(generator) is None:
+        gen = check_generator(generator)
+        if gen is None:
             raise ValueError(
                 'method="mc" draws random latent samples and needs a generator: pass '
                 "generator=torch.Generator().manual_seed(...)"
@@ -269,7 +270,7 @@ class Likelihood(abc.ABC):
         while done < num_samples:
             s = min(chunk, num_samples - done)
             eps = torch.randn(
-                (s, *mean.shape), generator=generator, dtype=mean.dtype, device=generator.device
+                (s, *mean.shape), generator=gen, dtype=mean.dtype, device=gen.device
             ).to(mean.device)
             total = total + self._response(mean + std * eps).sum(0)
             done += s

@@ -64,7 +64,7 @@ class Bernoulli(Likelihood):
     def __repr__(self) -> str:
         return f"Bernoulli(link={self._link!r})"
 
-    def check_targets(self, y: torch.Tensor) -> torch.Tensor:
+    def check_targets(self, y: object) -> torch.Tensor:
         """Labels in ``{0, 1}`` (bool, integer or floating), returned floating, ``(n,)``."""
         return check_binary_labels(y, "y")
 

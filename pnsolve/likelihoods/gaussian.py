@@ -61,7 +61,7 @@ class Gaussian(Likelihood):
         s = self._noise_value
         return s.to(like.dtype).to(like.device) if isinstance(s, torch.Tensor) else s
 
-    def check_targets(self, y: torch.Tensor) -> torch.Tensor:
+    def check_targets(self, y: object) -> torch.Tensor:
         """Finite real targets ``(n,)``; integer tensors become floating."""
         return check_real_targets(y, "y")
 

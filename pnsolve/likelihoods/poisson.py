@@ -33,7 +33,7 @@ class Poisson(Likelihood):
     def __repr__(self) -> str:
         return "Poisson()"
 
-    def check_targets(self, y: torch.Tensor) -> torch.Tensor:
+    def check_targets(self, y: object) -> torch.Tensor:
         """Non-negative integer counts (integer or integral floating), returned floating."""
         return check_counts(y, "y")
 

@@ -73,7 +73,7 @@ class Softmax(Likelihood):
             matmat, (C * n, C * n), dtype=dtype, device=device, is_symmetric=True, is_psd=True
         )
 
-    def check_targets(self, y: torch.Tensor) -> torch.Tensor:
+    def check_targets(self, y: object) -> torch.Tensor:
         """Class indices in ``{0, …, C−1}`` (integer or integral floating), returned int64."""
         return check_class_labels(y, self.num_latent, "y")
 

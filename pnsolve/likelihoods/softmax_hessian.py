@@ -7,6 +7,8 @@ matrix.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 
 from .._core.validation import check_finite, check_tensor
@@ -27,6 +29,9 @@ def _check_probs(probs: object) -> torch.Tensor:
     return probs
 
 
+_Op = TypeVar("_Op", bound="_ClassMajor")
+
+
 class _ClassMajor(LinearOperator):
     """Shared storage: class probabilities ``p`` as a ``(C, n)`` tensor (class-major)."""
 
@@ -34,7 +39,7 @@ class _ClassMajor(LinearOperator):
         self._setup(_check_probs(probs))
 
     @classmethod
-    def _from_softmax(cls, probs: torch.Tensor) -> _ClassMajor:
+    def _from_softmax(cls: type[_Op], probs: torch.Tensor) -> _Op:
         """Skip the checks for ``probs = torch.softmax(f, 1)`` of an already checked ``f``."""
         op = cls.__new__(cls)
         op._setup(probs)

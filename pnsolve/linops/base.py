@@ -47,7 +47,7 @@ class LinearOperator:
 
     def __init__(
         self,
-        shape: tuple[int, int],
+        shape: tuple[int, ...],
         dtype: torch.dtype,
         device: torch.device | str,
         *,

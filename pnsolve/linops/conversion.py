@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -65,7 +67,8 @@ def as_linop(
     except ImportError:  # pragma: no cover - scipy is a hard dependency
         sp = spla = None
     if sp is not None and sp.issparse(obj):
-        mat = obj.tocsr()
+        sparse: Any = obj  # a scipy sparse matrix or array (scipy ships no type stubs)
+        mat = sparse.tocsr()
         if not np.issubdtype(mat.dtype, np.floating) or mat.dtype == np.float16:
             mat = mat.astype(_real_numpy(np.zeros(0, dtype=mat.dtype), name).dtype)
         if mat.nnz and not np.isfinite(mat.data).all():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import torch
 
 from ._compat import check_compatible
@@ -67,7 +69,9 @@ def _adopt(ops: tuple[LinearOperator, ...]) -> tuple[LinearOperator, ...]:
     """Scaled identities without their own dtype take the first other operand's."""
     from .scaled_identity import ScaledIdentity
 
-    adopting = lambda op: isinstance(op, ScaledIdentity) and op.adopts  # noqa: E731
+    def adopting(op: LinearOperator) -> TypeGuard[ScaledIdentity]:
+        return isinstance(op, ScaledIdentity) and op.adopts
+
     like = next((op for op in ops if isinstance(op, LinearOperator) and not adopting(op)), None)
     if like is None:
         return ops

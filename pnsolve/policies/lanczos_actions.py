@@ -71,8 +71,9 @@ class Lanczos(Policy):
                 f"{type(memory).__name__}"
             )
         Q = memory.basis
-        own = state.observation is not None and state.iteration == memory.acted_at + 1
-        v = state.observation[:, 0] if own else state.residual
+        obs = state.observation
+        own = state.iteration == memory.acted_at + 1
+        v = obs[:, 0] if obs is not None and own else state.residual
         size = torch.linalg.vector_norm(v)
         for _ in range(2):  # "twice is enough"
             v = v - Q @ (Q.mT @ v)

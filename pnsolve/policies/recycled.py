@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -73,7 +73,8 @@ class Recycled(Policy):
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, RecycledMemory]:
         """The next ``block_size`` buffered actions."""
-        memory = state.policy_memory
+        # the solver keeps the RecycledMemory this policy returned
+        memory = cast(RecycledMemory, state.policy_memory)
         m = memory.actions.shape[1]
         if memory.next >= m:
             raise RuntimeError(

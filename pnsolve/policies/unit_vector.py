@@ -101,6 +101,7 @@ class UnitVector(Policy):
         if self.order == "sequential":
             idx = torch.arange(used, used + k, device=r.device)
         elif self.order == "random":
+            assert memory.permutation is not None  # drawn by initial_memory for "random"
             idx = memory.permutation[used : used + k]
         else:
             score = r.abs()

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import torch
 
+from ..linops.base import LinearOperator
 from ..linops.checks import (
     as_operand,
     as_preconditioner,
@@ -150,7 +151,18 @@ def ulisse(
     return x, info
 
 
-def validate_ulisse_arguments(A, b, x0, alpha, beta, generator, maxiter, M):
+def validate_ulisse_arguments(
+    A: object,
+    b: object,
+    x0: object,
+    alpha: object,
+    beta: object,
+    generator: object,
+    maxiter: object,
+    M: object,
+) -> tuple[
+    LinearOperator, torch.Tensor, torch.Tensor | None, float, float, int, LinearOperator | None
+]:
     """Check and convert ULISSE's arguments; every error names its argument."""
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")

@@ -58,6 +58,8 @@ def ulisse_belief(
             alpha=alpha, beta=beta, generator=generator, maxiter=maxiter, M=M,
             keep_directions=True,
         )  # fmt: skip
+        # kept: keep_directions=True
+        assert trace.directions is not None and trace.operator_directions is not None
         P = trace.directions[..., 0].mT  # (n, J)
         AP = trace.operator_directions[..., 0].mT
         curvature = torch.linalg.vecdot(P, AP, dim=0)

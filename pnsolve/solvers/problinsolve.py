@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -92,9 +93,10 @@ def problinsolve(
     from ..linops.checks import as_square_operator
 
     A = as_square_operator(A, "A")
-    if getattr(b, "ndim", 1) == 2:
+    b_any: Any = b  # a tensor or an array (validated by the solver); here only its ndim
+    if getattr(b_any, "ndim", 1) == 2:
         raise ValueError(
-            f"b has shape {tuple(b.shape)}: problinsolve infers one Gaussian belief over a "
+            f"b has shape {tuple(b_any.shape)}: problinsolve infers one Gaussian belief over a "
             "vector x, so b must have shape (n,); solve the columns one at a time "
             "([pn.problinsolve(A, b[:, j]) for j in range(k)]) or use pn.cg, which takes "
             "several right-hand sides"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -156,14 +157,16 @@ class ProbabilisticLinearSolver:
         info : SolveInfo
             Iterations, products, stop reason and residual history.
         """
-        norms = []
+        norms: list[torch.Tensor] = []
         for state in self.iterate(A, b, x0=x0, buffer=buffer, generator=generator):
             if state.iteration == len(norms):  # a breakdown repeats the last iteration
                 norms.append(state.residual_norm)
         return state.belief, SolveInfo.from_history(state, norms)
 
     # ------------------------------------------------------------------ pieces
-    def _check(self, A, b, x0, generator):
+    def _check(
+        self, A: object, b: object, x0: object, generator: object
+    ) -> tuple[LinearOperator, torch.Tensor, torch.Tensor | None]:
         check_generator(generator)
         A = as_square_operator(A, "A")
         b = as_operand(b, A, "b", allow_matrix=False)
@@ -247,7 +250,7 @@ class ProbabilisticLinearSolver:
         )
 
 
-def _replace(state: SolverState, **changes: object) -> SolverState:
+def _replace(state: SolverState, **changes: Any) -> SolverState:
     from dataclasses import replace
 
     return replace(state, **changes)
@@ -255,10 +258,11 @@ def _replace(state: SolverState, **changes: object) -> SolverState:
 
 def _check_buffer(buffer: object, A: LinearOperator) -> tuple[torch.Tensor, torch.Tensor]:
     """``(actions, images)`` of a buffer, checked against ``A``."""
+    source: Any = buffer  # duck-typed: whatever has `actions` and `images`, checked below
     try:
-        S = buffer.actions
-        images_for = getattr(buffer, "images_for", None)
-        Z = images_for(A) if images_for is not None else buffer.images
+        S = source.actions
+        images_for = getattr(source, "images_for", None)
+        Z = images_for(A) if images_for is not None else source.images
     except AttributeError:
         raise TypeError(
             "buffer must provide `actions` and `images` tensors (images = A @ actions), "

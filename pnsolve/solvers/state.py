@@ -115,7 +115,8 @@ class SolveInfo(IterationInfo):
         Consumes ``states`` (e.g. ``solver.iterate(A, b)``) keeping only the residual
         norms and the last state, so memory stays ``O(iterations)``.
         """
-        norms, last = [], None
+        norms: list[torch.Tensor] = []
+        last: SolverState | None = None
         for last in states:
             if last.iteration == len(norms):  # a breakdown repeats the last iteration
                 norms.append(last.residual_norm)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .._core.stop_reason import StopReason
 
@@ -57,6 +57,7 @@ class _Composite(StoppingCriterion):
         self.criteria: tuple[StoppingCriterion, ...] = tuple(flat)
 
     def initial_memory(self, state: SolverState) -> object:
+        """The tuple of the composed criteria's memories, in their order."""
         return tuple(c.initial_memory(state) for c in self.criteria)
 
     def __repr__(self) -> str:
@@ -79,7 +80,14 @@ class Any(_Composite):
     """
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        fired = [r for c, m in zip(self.criteria, memory) if (r := c.check(state, m)) is not None]
+        """See :meth:`StoppingCriterion.check`.
+
+        ``memory`` is the tuple of the criteria's memories; returns the first success
+        reason among the criteria that fired, else the first reason, else ``None``.
+        """
+        # memory is the tuple built by _Composite.initial_memory
+        memories = cast(tuple[object, ...], memory)
+        fired = [r for c, m in zip(self.criteria, memories) if (r := c.check(state, m)) is not None]
         if not fired:
             return None
         return next((r for r in fired if r in _SUCCESS), fired[0])
@@ -89,7 +97,14 @@ class All(_Composite):
     """Stops when every criterion fires; the first one's reason is recorded."""
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        reasons = [c.check(state, m) for c, m in zip(self.criteria, memory)]
+        """See :meth:`StoppingCriterion.check`.
+
+        ``memory`` is the tuple of the criteria's memories; returns the first criterion's
+        reason if every criterion fired, else ``None``.
+        """
+        # memory is the tuple built by _Composite.initial_memory
+        memories = cast(tuple[object, ...], memory)
+        reasons = [c.check(state, m) for c, m in zip(self.criteria, memories)]
         return reasons[0] if all(r is not None for r in reasons) else None
 
 
@@ -102,9 +117,11 @@ class Not(StoppingCriterion):
         self.criterion = criterion
 
     def initial_memory(self, state: SolverState) -> object:
+        """The wrapped criterion's memory."""
         return self.criterion.initial_memory(state)
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
+        """See :meth:`StoppingCriterion.check`; ``CRITERION`` when the wrapped one does not fire."""
         return StopReason.CRITERION if self.criterion.check(state, memory) is None else None
 
     def __repr__(self) -> str:

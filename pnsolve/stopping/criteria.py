@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 import torch
 
@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from ..solvers.state import SolverState
 
 __all__ = ["EpochBudget", "MatvecBudget", "MaxIterations", "PosteriorContraction", "ResidualNorm"]
+
+
+class _CountsEntries(Protocol):
+    """An operator that charges its kernel-entry accesses (e.g. ``KernelSystem``)."""
+
+    @property
+    def entries(self) -> int: ...
 
 
 def _count(value: object, name: str, minimum: int = 0) -> int:
@@ -37,6 +44,7 @@ class MaxIterations(StoppingCriterion):
         self.maxiter = _count(maxiter, "maxiter")
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
+        """See :meth:`StoppingCriterion.check`; ``MAX_ITERATIONS`` once ``maxiter`` are done."""
         return StopReason.MAX_ITERATIONS if state.iteration >= self.maxiter else None
 
     def __repr__(self) -> str:
@@ -55,6 +63,7 @@ class ResidualNorm(StoppingCriterion):
         self.atol = _nonneg(atol, "atol")
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
+        """See :meth:`StoppingCriterion.check`; ``ZERO_RHS`` if ``b = 0``, ``CONVERGED`` if met."""
         if float(state.b_norm) == 0.0:
             return StopReason.ZERO_RHS
         tol = max(self.rtol * float(state.b_norm), self.atol)
@@ -71,6 +80,7 @@ class MatvecBudget(StoppingCriterion):
         self.budget = _count(budget, "budget")
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
+        """See :meth:`StoppingCriterion.check`; ``BUDGET`` once ``budget`` columns were spent."""
         return StopReason.BUDGET if state.matvecs >= self.budget else None
 
     def __repr__(self) -> str:
@@ -138,8 +148,14 @@ class EpochBudget(StoppingCriterion):
         return entries, n * n
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        start, n2 = memory
-        spent = Fraction(state.A.entries - start, n2)
+        """See :meth:`StoppingCriterion.check`; ``BUDGET`` once ``budget`` epochs were spent.
+
+        ``memory`` is the pair returned by :meth:`initial_memory`.
+        """
+        # initial_memory returned this pair after checking that A counts its entries
+        start, n2 = cast(tuple[int, int], memory)
+        A = cast(_CountsEntries, state.A)
+        spent = Fraction(A.entries - start, n2)
         return StopReason.BUDGET if spent >= Fraction(self.budget) else None
 
     def __repr__(self) -> str:
@@ -171,12 +187,17 @@ class PosteriorContraction(StoppingCriterion):
         self.atol = _nonneg(atol, "atol")
 
     def initial_memory(self, state: SolverState) -> torch.Tensor:
+        """The prior variances ``uᵀ Σ₀ u``, shape ``(m,)`` (``m = 1`` for a vector ``u``)."""
         belief = state.belief
         U = belief._directions(self.direction)
         return belief.prior.variance(belief.A, U)
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        prior_var = memory
+        """See :meth:`StoppingCriterion.check`; ``CONTRACTION`` once every column contracted.
+
+        ``memory`` holds the prior variances from :meth:`initial_memory`.
+        """
+        prior_var = cast(torch.Tensor, memory)  # returned by initial_memory
         remaining = prior_var - state.belief.downdate_variance(
             self.direction if self.direction.ndim == 2 else self.direction.unsqueeze(-1)
         )

@@ -148,6 +148,7 @@ def newton_loop(
             inner = None
             for inner in solver.iterate(A, target, buffer=buffer, generator=generator):
                 yield LaplaceState(problem, t, inner, h, a, psi, A, buffer, records)
+            assert inner is not None  # iterate yields at least the prior state
             v = inner.belief.mean
             h_new = target - inner.residual - noise @ v  # K v = A v − W⁻¹ v: no K product
             a_new = v if P is None else P @ v

@@ -37,8 +37,11 @@ class NewtonStopReason(str, enum.Enum):
     #: added no new direction to the buffer): give the inner solver more iterations.
     NO_ASCENT = "no_ascent"
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,10 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         self._draws = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Frozen state as plain tensors: the fields of :class:`PathwiseDraws` (once
-        drawn) and ``generator_state`` (the generator's state).
+        """Frozen state as plain tensors.
+
+        The fields of :class:`PathwiseDraws` (once drawn) and ``generator_state`` (the
+        generator's state).
         """
         state = {"generator_state": self._generator.get_state()}
         if self._draws is not None:
@@ -152,8 +154,10 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
 
     # ------------------------------------------------------------------ prior draws
     def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
-        """Random Fourier features ``φ(X)`` of the frozen draws under the kernel's current
-        hyperparameters, shape ``(n, m)`` (differentiable; ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
+        """Random Fourier features ``φ(X)`` of the frozen draws, shape ``(n, m)``.
+
+        Evaluated under the kernel's current hyperparameters (differentiable;
+        ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
         """
         kernel = check_kernel(kernel)
         X = check_inputs(X, "X")
@@ -211,7 +215,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
-        solutions: torch.Tensor,
+        solutions: torch.Tensor | None,
     ) -> None:
         """Accumulate ``−½ v_yᵀ ∂K̂ v_y + ½ (1/s) Σ_j ẑ_jᵀ ∂K̂ ẑ_j`` into ``.grad``.
 

@@ -94,8 +94,10 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         self._probes = None
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Frozen state as plain tensors: ``probes`` ``(n, s)`` (once drawn) and
-        ``generator_state`` (the generator's :meth:`~torch.Generator.get_state`).
+        """Frozen state as plain tensors.
+
+        ``probes`` ``(n, s)`` (once drawn) and ``generator_state`` (the generator's
+        :meth:`~torch.Generator.get_state`).
         """
         state = {"generator_state": self._generator.get_state()}
         if self._probes is not None:
@@ -150,7 +152,7 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
-        solutions: torch.Tensor,
+        solutions: torch.Tensor | None,
     ) -> None:
         """Accumulate ``−½ v_yᵀ ∂K̂ v_y + ½ (1/s) Σ_j v_jᵀ ∂K̂ z_j`` into ``.grad``.
 

@@ -1,6 +1,6 @@
-"""Checkpoint files of a training run: everything needed to continue bit-for-bit.
+r"""Checkpoint files of a training run: everything needed to continue bit-for-bit.
 
-File layout (format 2): one ASCII header line ``pnsolve-checkpoint 2 <sha256>\\n``
+File layout (format 2): one ASCII header line ``pnsolve-checkpoint 2 <sha256>\n``
 followed by the ``torch.save`` serialisation of a dict with the fields of
 :class:`TrainingCheckpoint` (in its field order; the log as a list of dicts) and
 ``"format": 2``; the SHA-256 digest covers every byte after the header, so a truncated

@@ -153,8 +153,9 @@ def train_hyperparameters(
 
 
 def _load_matching(path: Path | None, identity: dict[str, object]) -> TrainingCheckpoint | None:
-    """The checkpoint at ``path`` if it exists (``None`` otherwise); refused, naming the
-    differing keys, if it belongs to another run.
+    """The checkpoint at ``path`` if it exists (``None`` otherwise).
+
+    Refused, naming the differing keys, if it belongs to another run.
     """
     if path is None or not path.exists():
         return None

@@ -73,6 +73,7 @@ def predictive(
     with torch.no_grad():
         B = est.targets(result.kernel, X, noise, yc)
         solver = make_solver(config, X.shape[0])
+        assert solver is not None  # config.solver is "cg" or "ap" here
         V, _ = solver.solve(KernelSystem(result.kernel, X, noise), B, None, generator=generator)
         samples = est.posterior_samples(result.kernel, X, noise, yc, V, Xs)
         latent = est.posterior_mean(result.kernel, X, noise, yc, V, Xs)

@@ -7,14 +7,16 @@ from dataclasses import dataclass, field
 import torch
 
 from ...iterative import KernelSolveInfo
+from ...kernels.base import StationaryKernel
 
 __all__ = ["StepRecord", "StepSolve", "TrainingResult"]
 
 
 @dataclass(frozen=True)
 class StepSolve:
-    """What the solve of one training step reported (the fields of :class:`StepRecord`
-    that come from it).
+    """What the solve of one training step reported.
+
+    These are the fields of :class:`StepRecord` that come from the solve.
 
     The defaults describe a step without an iterative solve (the Cholesky solver, the
     exact estimator): exact, free, converged.
@@ -51,8 +53,10 @@ class StepSolve:
         )
 
     def unusable(self, max_residual: float | None) -> bool:
-        """Whether the step's gradient must be skipped: the solve stopped unconverged with
-        a residual (mean or probes) above ``max_residual`` (``None``: never skip).
+        """Whether the step's gradient must be skipped.
+
+        True when the solve stopped unconverged with a residual (mean or probes) above
+        ``max_residual`` (``None``: never skip).
         """
         worst = max(self.residual_norm_mean, self.residual_norm_probes)
         return max_residual is not None and not self.converged and worst > max_residual
@@ -130,7 +134,7 @@ class TrainingResult:
         further solve (:meth:`PathwiseEstimator.posterior_samples`).
     """
 
-    kernel: torch.nn.Module
+    kernel: StationaryKernel
     noise: float
     mean: float
     log: list[StepRecord] = field(default_factory=list)

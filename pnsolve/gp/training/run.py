@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import torch
 from torch import nn
@@ -15,6 +15,7 @@ from ...iterative import (
     KernelSystem,
     StochasticGradientDescent,
 )
+from ...iterative.sgd import DEFAULT_LEARNING_RATE
 from ...kernels.base import inv_softplus, softplus
 from ...kernels.matern import Matern
 from ..mll_estimators import (
@@ -31,19 +32,35 @@ from .record import StepRecord, StepSolve, TrainingResult
 __all__ = ["TrainingRun", "make_estimator", "make_solver"]
 
 
-def make_solver(config: TrainingConfig, n: int) -> Any:
+#: The iterative kernel-system solvers a configuration can name.
+KernelSolver = ConjugateGradients | AlternatingProjections | StochasticGradientDescent
+
+
+def make_solver(config: TrainingConfig, n: int) -> KernelSolver | None:
     """The iterative solver a configuration names (``None`` for ``"cholesky"``)."""
-    common = {"tol": config.tol, "tol_probes": config.tol_probes}
+    tol, tol_probes = config.tol, config.tol_probes
     if config.solver == "cg":
-        return ConjugateGradients(**common, preconditioner_rank=min(config.preconditioner_rank, n))
+        rank = min(config.preconditioner_rank, n)
+        return ConjugateGradients(tol=tol, tol_probes=tol_probes, preconditioner_rank=rank)
     if config.solver == "ap":
-        return AlternatingProjections(**common, block_size=min(config.block_size, n))
+        block = min(config.block_size, n)
+        return AlternatingProjections(tol=tol, tol_probes=tol_probes, block_size=block)
     if config.solver == "sgd":
-        extra = {} if config.sgd_lr is None else {"learning_rate": config.sgd_lr}
         return StochasticGradientDescent(
-            **common, batch_size=min(config.batch_size, n), momentum=config.momentum, **extra
+            tol=tol,
+            tol_probes=tol_probes,
+            batch_size=min(config.batch_size, n),
+            learning_rate=DEFAULT_LEARNING_RATE if config.sgd_lr is None else config.sgd_lr,
+            momentum=config.momentum,
         )
     return None
+
+
+def _stochastic(estimator: GradientEstimator) -> StandardEstimator | PathwiseEstimator:
+    """The estimator as one with frozen draws (what every estimator but "exact" is)."""
+    # make_estimator builds a Standard or Pathwise estimator unless config.estimator is
+    # "exact"; callers only ask for the draws of the others
+    return cast(StandardEstimator | PathwiseEstimator, estimator)
 
 
 def make_estimator(config: TrainingConfig, generator: torch.Generator) -> GradientEstimator:
@@ -93,7 +110,7 @@ class TrainingRun:
     model: _Model
     optimizer: torch.optim.Adam
     estimator: GradientEstimator
-    solver: Any
+    solver: KernelSolver | None
     log: list[StepRecord]
     solutions: torch.Tensor | None = None  # (n, 1 + s): the last step's, the next warm start
 
@@ -126,7 +143,7 @@ class TrainingRun:
         if saved.estimator is not None:
             # checkpoints load on the CPU: the frozen draws go back to the data's device
             # (the generator state stays a CPU byte tensor, as torch requires)
-            self.estimator.load_state_dict(
+            _stochastic(self.estimator).load_state_dict(
                 {
                     k: v if k == "generator_state" else v.to(X.device)
                     for k, v in saved.estimator.items()
@@ -149,7 +166,7 @@ class TrainingRun:
         )
         self.optimizer.zero_grad()
         if not config.warm_start and config.estimator != "exact":
-            self.estimator.resample(self.generator)
+            _stochastic(self.estimator).resample(self.generator)
         if config.estimator == "exact":
             self.estimator.backward(model.kernel, self.X, noise, self.yc, None)
             solve, skip = StepSolve(), False
@@ -201,7 +218,7 @@ class TrainingRun:
             identity=identity,
             model=self.model.state_dict(),
             optimizer=self.optimizer.state_dict(),
-            estimator=None if exact else self.estimator.state_dict(),
+            estimator=None if exact else _stochastic(self.estimator).state_dict(),
             generator=self.generator.get_state(),
             log=self.log,
             solutions=self.solutions,
@@ -228,8 +245,10 @@ def _initial_model(
     *,
     fresh: bool,
 ) -> _Model:
-    """The module at the initial hyperparameters (the heuristic draws from ``generator``
-    only for a fresh run; a resumed one loads its parameters over these).
+    """The module at the initial hyperparameters.
+
+    The heuristic draws from ``generator`` only for a fresh run; a resumed one loads its
+    parameters over these.
     """
     d = X.shape[1]
     if fresh and config.init == "heuristic":

@@ -9,6 +9,7 @@ recomputes each tile with autograd enabled and accumulates the gradients of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -78,7 +79,7 @@ class _TiledKernelMatmul(torch.autograd.Function):
     """``K(X1, X2; θ) @ V`` with a backward that recomputes tiles (no stored tiles)."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         backend: ChunkedBackend,
         X1: torch.Tensor,
@@ -123,12 +124,12 @@ def _accumulate(
     tile: tuple[int, int],
     grad_X1: torch.Tensor | None,
     grad_X2: torch.Tensor | None,
-    params: list[torch.Tensor],
-    grad_p: list[torch.Tensor | None],
+    params: Sequence[torch.Tensor],
+    grad_p: Sequence[torch.Tensor | None],
 ) -> None:
     """Add the gradients of ``Σ_tiles Σ G_t ⊙ (K_t V_t)`` to the ``grad_*`` buffers in place."""
     sym = X2 is None
-    Xc = X1 if sym else X2
+    Xc = X1 if X2 is None else X2
     n1, n2 = X1.shape[0], Xc.shape[0]
     tr, tc = tile
     want_p = [(p, g) for p, g in zip(params, grad_p) if g is not None]
@@ -148,13 +149,13 @@ def _accumulate(
                 inputs = [t for t in (xr, xc) if t.requires_grad] + [p for p, _ in want_p]
                 grads = torch.autograd.grad(s, inputs, allow_unused=True)
             it = iter(grads)
-            if xr.requires_grad:
-                _add(grad_X1[r0:r1], next(it))  # type: ignore[index]
-            if xc.requires_grad:
-                target = grad_X1 if sym else grad_X2
-                _add(target[c0:c1], next(it))  # type: ignore[index]
+            if grad_X1 is not None:  # exactly when xr requires grad
+                _add(grad_X1[r0:r1], next(it))
+            target = grad_X1 if sym else grad_X2
+            if target is not None:  # exactly when xc requires grad
+                _add(target[c0:c1], next(it))
             for _, g in want_p:
-                _add(g, next(it))  # type: ignore[arg-type]
+                _add(g, next(it))
 
 
 def _add(acc: torch.Tensor, g: torch.Tensor | None) -> None:

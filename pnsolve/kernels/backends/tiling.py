@@ -93,7 +93,7 @@ def tiled_matmat(
     """
     sym = X2 is None
     A = _augment(kernel, X1, left=True)
-    B = _augment(kernel, X1 if sym else X2, left=False)
+    B = _augment(kernel, X1 if X2 is None else X2, left=False)
     n1, n2 = A.shape[0], B.shape[0]
     tr, tc = tile
     out = torch.zeros(n1, V.shape[1], dtype=V.dtype, device=V.device)
@@ -158,7 +158,7 @@ def dense_block(
     """
     sym = X2 is None
     A = _augment(kernel, X1, left=True)
-    B = _augment(kernel, X1 if sym else X2, left=False)
+    B = _augment(kernel, X1 if X2 is None else X2, left=False)
     n1, n2 = A.shape[0], B.shape[0]
     out = torch.empty(n1, n2, dtype=X1.dtype, device=X1.device)
     rows = max(1, min(n1, DENSE_ROW_CHUNK))
