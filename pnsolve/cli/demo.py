@@ -86,24 +86,7 @@ def run_demo(
     """
     import pnsolve as pn
 
-    for name, value in (
-        ("lengthscale", lengthscale),
-        ("outputscale", outputscale),
-        ("noise", noise),
-        ("rtol", rtol),
-    ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not (math.isfinite(value) and value > 0)
-        ):
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-        raise ValueError(f"rank must be a positive int, got {rank!r}")
-    if isinstance(pls_subset, bool) or not isinstance(pls_subset, int) or pls_subset < 0:
-        raise ValueError(f"pls_subset must be a non-negative int, got {pls_subset!r}")
-    if isinstance(itergp_budget, bool) or not isinstance(itergp_budget, int) or itergp_budget < 0:
-        raise ValueError(f"itergp_budget must be a non-negative int, got {itergp_budget!r}")
+    _check_demo_arguments(lengthscale, outputscale, noise, rtol, rank, pls_subset, itergp_budget)
     ds = pn.datasets.load_uci(dataset, split=split, data_dir=data_dir)
     X, y = ds.X_train, ds.y_train
     n = X.shape[0]
@@ -116,33 +99,7 @@ def run_demo(
             f"s = {outputscale}), σ² = {noise}, KernelMatrix backend = {K.backend}"
         )
 
-        t0 = time.perf_counter()
-        dense = A.to_dense()
-        chol = torch.linalg.cholesky(dense)
-        x_ref = torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
-        t_chol = time.perf_counter() - t0
-
-        def rel_res(x: torch.Tensor) -> float:
-            return float(torch.linalg.norm(y - A @ x) / torch.linalg.norm(y))
-
-        def rel_err(x: torch.Tensor) -> float:
-            return float(torch.linalg.norm(x - x_ref) / torch.linalg.norm(x_ref))
-
-        rows = [DemoRow("Cholesky (dense)", 0, rel_res(x_ref), 0.0, t_chol)]
-        histories = {}
-        t0 = time.perf_counter()
-        x_cg, info = pn.cg(A, y, rtol=rtol, maxiter=10 * n)
-        t_cg = time.perf_counter() - t0
-        rows.append(DemoRow("CG", info.iterations, rel_res(x_cg), rel_err(x_cg), t_cg))
-        histories["CG"] = info.residual_norms.reshape(-1) / torch.linalg.norm(y)
-
-        t0 = time.perf_counter()
-        P = pn.preconditioners.PivotedCholesky(K, rank=min(rank, n), shift=noise)
-        x_pc, info_pc = pn.cg(A, y, rtol=rtol, maxiter=10 * n, M=P)
-        t_pc = time.perf_counter() - t0
-        label = f"CG + pivoted Cholesky (rank {min(rank, n)})"
-        rows.append(DemoRow(label, info_pc.iterations, rel_res(x_pc), rel_err(x_pc), t_pc))
-        histories[label] = info_pc.residual_norms.reshape(-1) / torch.linalg.norm(y)
+        rows, histories = _compare_solvers(K, A, y, rtol=rtol, rank=min(rank, n), noise=noise)
 
     echo(_format_table(rows))
     echo(_cg_notes(rows, rtol, min(rank, n)))
@@ -174,6 +131,68 @@ def run_demo(
         echo("")
         run_itergp_demo(out=out, budget=itergp_budget, echo=echo)
     return rows, path
+
+
+def _check_demo_arguments(
+    lengthscale, outputscale, noise, rtol, rank, pls_subset, itergp_budget
+) -> None:
+    """Refuse bad demo settings with a ValueError naming the argument."""
+    for name, value in (
+        ("lengthscale", lengthscale),
+        ("outputscale", outputscale),
+        ("noise", noise),
+        ("rtol", rtol),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value > 0)
+        ):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"rank must be a positive int, got {rank!r}")
+    if isinstance(pls_subset, bool) or not isinstance(pls_subset, int) or pls_subset < 0:
+        raise ValueError(f"pls_subset must be a non-negative int, got {pls_subset!r}")
+    if isinstance(itergp_budget, bool) or not isinstance(itergp_budget, int) or itergp_budget < 0:
+        raise ValueError(f"itergp_budget must be a non-negative int, got {itergp_budget!r}")
+
+
+def _compare_solvers(K, A, y: torch.Tensor, *, rtol: float, rank: int, noise: float):
+    """Cholesky, CG and pivoted-Cholesky-preconditioned CG on ``A x = y``.
+
+    Returns the table rows and the relative residual histories of the two CG runs.
+    """
+    import pnsolve as pn
+
+    n = y.shape[0]
+    t0 = time.perf_counter()
+    dense = A.to_dense()
+    chol = torch.linalg.cholesky(dense)
+    x_ref = torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
+    t_chol = time.perf_counter() - t0
+
+    def rel_res(x: torch.Tensor) -> float:
+        return float(torch.linalg.norm(y - A @ x) / torch.linalg.norm(y))
+
+    def rel_err(x: torch.Tensor) -> float:
+        return float(torch.linalg.norm(x - x_ref) / torch.linalg.norm(x_ref))
+
+    rows = [DemoRow("Cholesky (dense)", 0, rel_res(x_ref), 0.0, t_chol)]
+    histories = {}
+    t0 = time.perf_counter()
+    x_cg, info = pn.cg(A, y, rtol=rtol, maxiter=10 * n)
+    t_cg = time.perf_counter() - t0
+    rows.append(DemoRow("CG", info.iterations, rel_res(x_cg), rel_err(x_cg), t_cg))
+    histories["CG"] = info.residual_norms.reshape(-1) / torch.linalg.norm(y)
+
+    t0 = time.perf_counter()
+    P = pn.preconditioners.PivotedCholesky(K, rank=rank, shift=noise)
+    x_pc, info_pc = pn.cg(A, y, rtol=rtol, maxiter=10 * n, M=P)
+    t_pc = time.perf_counter() - t0
+    label = f"CG + pivoted Cholesky (rank {rank})"
+    rows.append(DemoRow(label, info_pc.iterations, rel_res(x_pc), rel_err(x_pc), t_pc))
+    histories[label] = info_pc.residual_norms.reshape(-1) / torch.linalg.norm(y)
+    return rows, histories
 
 
 def _cg_notes(rows: list[DemoRow], rtol: float, rank: int) -> str:

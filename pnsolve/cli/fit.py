@@ -19,9 +19,6 @@ SGD_DEFAULT_BUDGET = 50.0
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``fit`` subcommand."""
-    from ..gp.training import ESTIMATORS, SOLVERS
-    from .main import int_at_least, nonnegative_int, open_fraction, positive_float, positive_int
-
     fit = sub.add_parser(
         "fit",
         help="fit Matérn-3/2 ARD hyperparameters with CG/AP/SGD and standard/pathwise gradients",
@@ -32,6 +29,15 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
             "run (Ctrl-C) resumes when the same command is run again."
         ),
     )
+    _add_data_arguments(fit)
+    _add_training_arguments(fit)
+    _add_output_arguments(fit)
+
+
+def _add_data_arguments(fit: argparse.ArgumentParser) -> None:
+    """``--data``/``--dataset`` and how the rows are split and subsampled."""
+    from .main import int_at_least, nonnegative_int, open_fraction
+
     src = fit.add_mutually_exclusive_group(required=True)
     src.add_argument("--data", help="CSV file (.csv or .csv.gz); the last column is the target")
     src.add_argument("--dataset", help="UCI dataset name, e.g. pol, elevators, bike")
@@ -44,6 +50,19 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     fit.add_argument(
         "--test-fraction", type=open_fraction, default=0.1, help="test part of a --data CSV"
     )
+    fit.add_argument(
+        "--subsample",
+        type=int_at_least(2),
+        default=None,
+        help="use this many random training rows, at least 2 (none: all)",
+    )
+
+
+def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
+    """Solver, estimator, Adam and the solvers' own settings (the TrainingConfig fields)."""
+    from ..gp.training import ESTIMATORS, SOLVERS
+    from .main import nonnegative_int, positive_float, positive_int
+
     fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver")
     fit.add_argument(
         "--estimator", choices=ESTIMATORS, default="pathwise", help="gradient estimator"
@@ -83,14 +102,12 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         help="initial hyperparameters: all 1, or exact fits on nearest-neighbour subsets",
     )
     fit.add_argument(
-        "--subsample",
-        type=int_at_least(2),
-        default=None,
-        help="use this many random training rows, at least 2 (none: all)",
-    )
-    fit.add_argument(
         "--seed", type=nonnegative_int, default=0, help="seed of the run's torch.Generator"
     )
+
+
+def _add_output_arguments(fit: argparse.ArgumentParser) -> None:
+    """Checkpoint, predictions, plot, log and progress bar."""
     fit.add_argument(
         "--checkpoint",
         default=None,
@@ -149,7 +166,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     Ctrl-C prints one line saying how many steps the checkpoint holds and returns 130.
     """
-    from .main import EXIT_INTERRUPTED, UsageError
+    from .main import EXIT_INTERRUPTED, UsageError, forward_arguments
 
     budget = args.epochs_budget
     if args.solver == "sgd" and budget is None and args.sgd_lr is None:
@@ -161,20 +178,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from ..gp.training import TrainingConfig
 
     try:
-        config = TrainingConfig(
-            solver=args.solver,
-            estimator=args.estimator,
-            warm_start=args.warm_start,
-            steps=args.steps,
-            lr=args.lr,
-            epochs_budget=budget,
-            tol=args.tol,
-            num_probes=args.num_probes,
-            block_size=args.block_size,
-            batch_size=args.batch_size,
-            sgd_lr=args.sgd_lr,
-            init=args.init,
-        )
+        config = forward_arguments(TrainingConfig, args, epochs_budget=budget)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     try:
@@ -206,75 +210,20 @@ def _saved_steps(checkpoint: str | None, steps: int) -> str:
 
 
 def _run(args: argparse.Namespace, config) -> int:
-    from ..gp.training import predictive, train_hyperparameters
+    """Load, train, predict and report; the outputs ``--log`` and ``--plot`` asked for."""
+    from ..gp.training import predictive
     from ..metrics import gaussian_log_likelihood, rmse
 
-    ds = _load(args)
-    X, y = ds.X_train, ds.y_train
-    gen = torch.Generator().manual_seed(args.seed)
-    if args.subsample is not None and args.subsample < X.shape[0]:
-        idx = torch.randperm(X.shape[0], generator=gen)[: args.subsample]
-        X, y = X[idx], y[idx]
-    n, d = X.shape
-    print(
-        f"pnsolve fit: {ds.name} split {ds.split}: n = {n} train, {ds.X_test.shape[0]} test, "
-        f"d = {d}; solver {config.solver}, estimator {config.estimator}, "
-        f"{'warm' if config.warm_start else 'cold'} start, {config.steps} steps"
-        + (
-            ""
-            if config.epochs_budget is None
-            else f", ≤ {config.epochs_budget:g} solver epochs/step (set-up epochs extra)"
-        ),
-        flush=True,
-    )
-
-    def resumed(steps_done: int) -> None:
-        print(
-            f"resuming from checkpoint {args.checkpoint} after step {steps_done} of {config.steps}"
-            + (" (all steps done)" if steps_done >= config.steps else ""),
-            flush=True,
-        )
-
+    ds, X, y, gen = _training_rows(args)
+    _announce(ds, X, config)
     t0 = time.perf_counter()
-    result = train_hyperparameters(
-        X,
-        y,
-        config,
-        generator=gen,
-        checkpoint=args.checkpoint,
-        progress=not args.no_progress,
-        on_resume=resumed,
-        run_info={
-            "seed": args.seed,
-            "split": args.split,
-            "test_fraction": args.test_fraction if args.data is not None else None,
-            "subsample": args.subsample,
-        },
-    )
+    result = _train(args, config, X, y, gen)
     train_s = time.perf_counter() - t0
     method = args.predict
     if method == "auto":
-        method = "cholesky" if n <= 20000 else "pathwise"
+        method = "cholesky" if X.shape[0] <= 20000 else "pathwise"
     mean, var = predictive(result, X, y, ds.X_test, method=method, config=config, generator=gen)
-    ls = result.kernel.lengthscale.detach().reshape(-1)
-    print(
-        f"hyperparameters: noise {result.noise:.4g}, outputscale "
-        f"{float(result.kernel.outputscale):.4g}, lengthscales {ls.min():.3g}..{ls.max():.3g}"
-    )
-    last = result.log[-1] if result.log else None
-    if last is not None and config.solver != "cholesky":
-        setup = sum(r.setup_epochs for r in result.log)
-        print(
-            f"solver: {result.total_epochs - setup:.1f} solver + {setup:.1f} set-up epochs in "
-            f"all; last step residual mean {last.residual_norm_mean:.2e}, probes "
-            f"{last.residual_norm_probes:.2e}"
-        )
-    skipped = sum(r.skipped for r in result.log)
-    if skipped:
-        print(
-            f"warning: {skipped} step(s) skipped their update: the solve stopped with a "
-            "relative residual above 1 (raise --epochs-budget or lower --sgd-lr)"
-        )
+    _report_fit(result, config)
     print(f"training time: {train_s:.1f} s; predictions: {method}")
     test_rmse = rmse(mean, ds.y_test)
     test_llh = gaussian_log_likelihood(mean, var, ds.y_test)
@@ -295,3 +244,81 @@ def _run(args: argparse.Namespace, config) -> int:
         )
         print(f"wrote {out}")
     return 0
+
+
+def _training_rows(args: argparse.Namespace):
+    """The data set, its (subsampled) training rows and the run's generator."""
+    ds = _load(args)
+    X, y = ds.X_train, ds.y_train
+    gen = torch.Generator().manual_seed(args.seed)
+    if args.subsample is not None and args.subsample < X.shape[0]:
+        idx = torch.randperm(X.shape[0], generator=gen)[: args.subsample]
+        X, y = X[idx], y[idx]
+    return ds, X, y, gen
+
+
+def _announce(ds, X: torch.Tensor, config) -> None:
+    """The run's one-line header: data, sizes and training settings."""
+    n, d = X.shape
+    budget = (
+        ""
+        if config.epochs_budget is None
+        else f", ≤ {config.epochs_budget:g} solver epochs/step (set-up epochs extra)"
+    )
+    print(
+        f"pnsolve fit: {ds.name} split {ds.split}: n = {n} train, {ds.X_test.shape[0]} test, "
+        f"d = {d}; solver {config.solver}, estimator {config.estimator}, "
+        f"{'warm' if config.warm_start else 'cold'} start, {config.steps} steps{budget}",
+        flush=True,
+    )
+
+
+def _train(args: argparse.Namespace, config, X: torch.Tensor, y: torch.Tensor, gen):
+    """``train_hyperparameters`` with the CLI's checkpoint, progress bar and run identity."""
+    from ..gp.training import train_hyperparameters
+
+    def resumed(steps_done: int) -> None:
+        print(
+            f"resuming from checkpoint {args.checkpoint} after step {steps_done} of {config.steps}"
+            + (" (all steps done)" if steps_done >= config.steps else ""),
+            flush=True,
+        )
+
+    return train_hyperparameters(
+        X,
+        y,
+        config,
+        generator=gen,
+        checkpoint=args.checkpoint,
+        progress=not args.no_progress,
+        on_resume=resumed,
+        run_info={
+            "seed": args.seed,
+            "split": args.split,
+            "test_fraction": args.test_fraction if args.data is not None else None,
+            "subsample": args.subsample,
+        },
+    )
+
+
+def _report_fit(result, config) -> None:
+    """The fitted hyperparameters, the solver's epochs and any skipped steps."""
+    ls = result.kernel.lengthscale.detach().reshape(-1)
+    print(
+        f"hyperparameters: noise {result.noise:.4g}, outputscale "
+        f"{float(result.kernel.outputscale):.4g}, lengthscales {ls.min():.3g}..{ls.max():.3g}"
+    )
+    last = result.log[-1] if result.log else None
+    if last is not None and config.solver != "cholesky":
+        setup = sum(r.setup_epochs for r in result.log)
+        print(
+            f"solver: {result.total_epochs - setup:.1f} solver + {setup:.1f} set-up epochs in "
+            f"all; last step residual mean {last.residual_norm_mean:.2e}, probes "
+            f"{last.residual_norm_probes:.2e}"
+        )
+    skipped = sum(r.skipped for r in result.log)
+    if skipped:
+        print(
+            f"warning: {skipped} step(s) skipped their update: the solve stopped with a "
+            "relative residual above 1 (raise --epochs-budget or lower --sgd-lr)"
+        )

@@ -8,12 +8,13 @@ is one line on stderr, ``pnsolve COMMAND: error: ...``, never a traceback.
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 __all__ = ["main"]
 
@@ -42,6 +43,7 @@ def one_line(text: object) -> str:
 
 
 _Number = TypeVar("_Number", int, float)
+_R = TypeVar("_R")
 
 
 def _number(text: str, kind: type[_Number]) -> _Number:
@@ -60,33 +62,31 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """Argparse type: an integer ≥ 1."""
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def int_at_least(low: int):
-    """Argparse type factory: an integer ≥ ``low``."""
+def int_at_least(low: int, description: str | None = None) -> Callable[[str], int]:
+    """Argparse type factory: an integer ≥ ``low`` ("must be ``description``" otherwise)."""
+    description = description or f"an integer ≥ {low}"
 
     def convert(text: str) -> int:
         value = _number(text, int)
         if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer ≥ {low}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {description}, got {text!r}")
         return value
 
     convert.__name__ = f"int_at_least_{low}"
     return convert
 
 
-def nonnegative_int(text: str) -> int:
-    """Argparse type: an integer ≥ 0."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+#: Argparse type: an integer ≥ 1.
+positive_int = int_at_least(1, "a positive integer")
+#: Argparse type: an integer ≥ 0.
+nonnegative_int = int_at_least(0, "a non-negative integer")
+
+
+def forward_arguments(fn: Callable[..., _R], args: argparse.Namespace, **overrides: Any) -> _R:
+    """Call ``fn`` with the parsed arguments it accepts (by name), ``overrides`` on top."""
+    accepted = inspect.signature(fn).parameters
+    kwargs = {name: value for name, value in vars(args).items() if name in accepted}
+    return fn(**{**kwargs, **overrides})
 
 
 def open_fraction(text: str) -> float:
@@ -178,20 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import run_demo
 
-            run_demo(
-                args.dataset,
-                split=args.split,
-                out=args.out,
-                lengthscale=args.lengthscale,
-                outputscale=args.outputscale,
-                noise=args.noise,
-                rank=args.rank,
-                rtol=args.rtol,
-                backend=args.backend,
-                data_dir=args.data_dir,
-                pls_subset=args.pls_subset,
-                itergp_budget=args.itergp_budget,
-            )
+            forward_arguments(run_demo, args)
             return 0
         if args.command == "fit":
             from .fit import run_fit
