@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -91,6 +92,31 @@ class Update:
     rank_added: int  # 0: breakdown (every new direction dependent); dx = dr = 0 then
     products: int  # extra products with A (0 under the inverse prior unless images are redone)
     matvecs: int  # columns multiplied in those extra products
+
+
+class _Block(NamedTuple):
+    """New directions in the making, with what the update needs of them.
+
+    ``C`` (``n × m``), its image ``AC``, the right factor ``T`` and the normalised
+    images ``W`` (``T is C``, ``W is AC`` under the inverse prior), and ``err``, the
+    estimated error of ``AC`` in units of ``eps ‖A‖``, shape ``(m,)``.
+    """
+
+    C: torch.Tensor
+    AC: torch.Tensor
+    T: torch.Tensor
+    W: torch.Tensor
+    err: torch.Tensor
+
+    def combined(self, B: torch.Tensor) -> _Block:
+        """The directions ``C B`` (and so on); errors combined in quadrature."""
+        err = torch.linalg.vector_norm(B * self.err[:, None], dim=0)
+        return _Block(self.C @ B, self.AC @ B, self.T @ B, self.W @ B, err)
+
+    def columns(self, keep: torch.Tensor) -> _Block:
+        """The columns where ``keep`` (a bool mask) is true."""
+        C, AC, T, W = (M[:, keep] for M in (self.C, self.AC, self.T, self.W))
+        return _Block(C, AC, T, W, self.err[keep])
 
 
 class Conditioner:
@@ -157,11 +183,41 @@ class Conditioner:
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
         if not bool(torch.isfinite(prior_curv).all()):
             raise NonFiniteObservation(f"non-finite action or image at iteration {iteration}")
-        C, AC, Tn, Wn = SZ, ASZ, S, Z
         s_norm = torch.linalg.vector_norm(S, dim=0)
         ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
         self.norm_A = max(self.norm_A, float(ratio.max()))
-        err = torch.linalg.vector_norm(C, dim=0)  # ‖AC − A C‖ / (eps ‖A‖): a fresh product
+        block = self._conjugated(S, Z, SZ, ASZ, prior_curv)
+        products, matvecs = extra, extra * S.shape[1]
+        B = self._basis(block, prior_curv, iteration)
+        if B is None:
+            return self._breakdown(r, products, matvecs)
+        new, redone = self._trusted(block.combined(B), allow_products, iteration)
+        products, matvecs = products + (1 if redone else 0), matvecs + redone
+        if new is None:
+            return self._breakdown(r, products, matvecs)
+        g = new.T.mT @ r
+        self.V.append(new.C)
+        self.AV.append(new.AC)
+        if not self.shares:
+            self.T.append(new.T)
+            self.W.append(new.W)
+        self.weight = torch.cat([self.weight, new.err])
+        return Update(
+            dx=new.C @ g,
+            dr=new.AC @ g,
+            rank_added=new.C.shape[1],
+            products=products,
+            matvecs=matvecs,
+        )
+
+    def _conjugated(self, S, Z, SZ, ASZ, prior_curv) -> _Block:
+        """The block ``Σ_i Z`` (``C``), its image ``AC``, the right factor and the images.
+
+        Two Gram–Schmidt passes against the observed directions (CGS2); ``err`` is the
+        estimate of ``‖AC − A C‖`` in units of ``eps ‖A‖``, starting from a fresh product.
+        """
+        err = torch.linalg.vector_norm(SZ, dim=0)
+        C, AC, Tn, Wn = SZ, ASZ, S, Z
         if self.V.view().shape[1]:
             scale = prior_curv.sqrt()
             C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale)
@@ -170,6 +226,15 @@ class Conditioner:
             err = torch.hypot(err, inc)
         elif self.shares:
             Tn, Wn = C, AC
+        return _Block(C, AC, Tn, Wn, err)
+
+    def _basis(self, block: _Block, prior_curv, iteration: int) -> torch.Tensor | None:
+        """``B`` with ``(C B)ᵀ A (C B) = I`` over the non-dependent directions, or ``None``.
+
+        Raises :class:`~pnsolve.NotPositiveDefiniteError` on clearly negative curvature
+        under the inverse prior.
+        """
+        C, Wn = block.C, block.W
         # G = Wnᵀ C: Cᵀ A C under the inverse prior, zᵀ Σ_i z in general.
         G = Wn.mT @ C
         G = 0.5 * (G + G.mT)
@@ -194,49 +259,40 @@ class Conditioner:
                 f"has negative curvature {float(lam.min()) / float(d.max()) ** 2:.3e}",
                 iteration=iteration,
             )
-        products, matvecs = extra, extra * S.shape[1]
         keep = lam > band
         if not bool(keep.any()):
-            return self._breakdown(r, products, matvecs)
-        B = d[:, None] * Q[:, keep] * lam[keep].rsqrt()
-        Vn, AVn, Tn, Wn = C @ B, AC @ B, Tn @ B, Wn @ B
-        err = torch.linalg.vector_norm(B * err[:, None], dim=0)
-        # A recursive image that lost accuracy to cancellation, and that a fresh product
-        # would compute clearly better, is untrusted: one product redoes the block's
-        # images; a virtual run (no products) drops those directions instead.
-        fresh = torch.linalg.vector_norm(Vn, dim=0)
-        tol = image_tolerance(self.eps) * torch.linalg.vector_norm(AVn, dim=0)
-        untrusted = (self.eps * self.norm_A * err > tol) & (err > REDO_GAIN * fresh)
+            return None
+        return d[:, None] * Q[:, keep] * lam[keep].rsqrt()
+
+    def _trusted(
+        self, new: _Block, allow_products: bool, iteration: int
+    ) -> tuple[_Block | None, int]:
+        """The new directions with images that can be trusted; the columns multiplied.
+
+        The second value is the number of columns whose images were recomputed by one
+        product (0: no product).
+
+        A recursive image that lost accuracy to cancellation, and that a fresh product
+        would compute clearly better, is untrusted: one product redoes the block's images;
+        a virtual run (no products) drops those directions instead. Blocks and redone
+        images are orthonormalised once more (:meth:`_refine`). ``None``: nothing left.
+        """
+        fresh = torch.linalg.vector_norm(new.C, dim=0)
+        tol = image_tolerance(self.eps) * torch.linalg.vector_norm(new.AC, dim=0)
+        untrusted = (self.eps * self.norm_A * new.err > tol) & (new.err > REDO_GAIN * fresh)
         redo = self.shares and allow_products and bool(untrusted.any())
+        redone = new.C.shape[1] if redo else 0
         if redo:
-            AVn = self.A @ Vn
-            Wn = AVn
-            err = fresh
-            products, matvecs = products + 1, matvecs + Vn.shape[1]
+            AVn = self.A @ new.C
+            new = _Block(new.C, AVn, new.T, AVn, fresh)
         elif not allow_products and bool(untrusted.any()):
             if bool(untrusted.all()):
-                return self._breakdown(r, products, matvecs)
-            Vn, AVn, Tn, Wn = (M[:, ~untrusted] for M in (Vn, AVn, Tn, Wn))
-            err = err[~untrusted]
-        if redo or Vn.shape[1] > 1:
-            refined = self._refine(Vn, AVn, Tn, Wn, err, iteration)
-            if refined is None:
-                return self._breakdown(r, products, matvecs)
-            Vn, AVn, Tn, Wn, err = refined
-        g = Tn.mT @ r
-        self.V.append(Vn)
-        self.AV.append(AVn)
-        if not self.shares:
-            self.T.append(Tn)
-            self.W.append(Wn)
-        self.weight = torch.cat([self.weight, err])
-        return Update(
-            dx=Vn @ g,
-            dr=AVn @ g,
-            rank_added=Vn.shape[1],
-            products=products,
-            matvecs=matvecs,
-        )
+                return None, 0
+            new = new.columns(~untrusted)
+        if redo or new.C.shape[1] > 1:
+            refined = self._refine(new.C, new.AC, new.T, new.W, new.err, iteration)
+            return (None if refined is None else _Block(*refined)), redone
+        return new, redone
 
     def _breakdown(self, r: torch.Tensor, products: int, matvecs: int) -> Update:
         """No direction added (all dependent); the products spent are still counted."""
