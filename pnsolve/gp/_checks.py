@@ -13,8 +13,9 @@ import numpy as np
 import torch
 
 from .._core.validation import check_finite, check_real_dtype
+from ..kernels.base import StationaryKernel
 
-__all__ = ["as_tensor", "check_inputs", "check_noise", "check_targets"]
+__all__ = ["as_tensor", "check_inputs", "check_model_kernel", "check_noise", "check_targets"]
 
 
 def _dtype_name(dtype: object) -> str:
@@ -106,6 +107,13 @@ def check_targets(y: object, X: torch.Tensor, name: str = "y") -> torch.Tensor:
     if y.dtype != X.dtype or y.device != X.device:
         raise TypeError(f"{name} has dtype {y.dtype} on {y.device}; X has {X.dtype} on {X.device}")
     return check_finite(y, name)
+
+
+def check_model_kernel(kernel: object) -> StationaryKernel:
+    """Require a :class:`~pnsolve.kernels.StationaryKernel` (the GP models' prior)."""
+    if not isinstance(kernel, StationaryKernel):
+        raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
+    return kernel
 
 
 def check_noise(noise: object) -> float | torch.Tensor:

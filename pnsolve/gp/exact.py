@@ -9,15 +9,15 @@ import torch
 from ..kernels.base import StationaryKernel
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
-from ._checks import check_inputs, check_noise, check_targets
-from .love import LoveCache, check_rank
-from .love_posterior import love_posterior, resolve_love_cache
+from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
+from ._regression import RegressionGP
+from .love import LoveCache
 from .posterior import GaussianPosterior
 
 __all__ = ["ExactGP"]
 
 
-class ExactGP:
+class ExactGP(RegressionGP):
     """GP regression with a dense Cholesky factorisation of ``K̂ = K(X, X) + σ² I``.
 
     Parameters
@@ -47,12 +47,10 @@ class ExactGP:
     """
 
     def __init__(self, kernel: StationaryKernel, noise: float, mean: float = 0.0) -> None:
-        if not isinstance(kernel, StationaryKernel):
-            raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
-        self.kernel = kernel
+        self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.mean = float(mean)
-        self.X: torch.Tensor | None = None
+        self.X = None
 
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> ExactGP:
         """Factor ``K̂`` and compute the representer weights ``K̂⁻¹ (y − μ)``.
@@ -74,22 +72,11 @@ class ExactGP:
         with torch.no_grad():
             K = self.kernel(X)
             K.diagonal().add_(self.noise)
-            L, info = torch.linalg.cholesky_ex(K)
-            if int(info) != 0:
-                raise ValueError(
-                    f"K + noise·I is not positive definite (Cholesky failed at column "
-                    f"{int(info) - 1}); increase noise"
-                )
+            L = _cholesky(K)
             self.X, self.y, self.L = X, y, L
             self.A = _cholesky_operator(L)
             self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
         return self
-
-    def _require_fit(self) -> torch.Tensor:
-        """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
-        if self.X is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
-        return self.X
 
     def posterior(
         self,
@@ -132,21 +119,10 @@ class ExactGP:
             for ``"love"`` the belief posterior of the cache
             (:func:`~pnsolve.gp.love_posterior.love_posterior`).
         """
-        X = self._require_fit()
-        if method not in ("exact", "love"):
-            raise ValueError(f"method must be 'exact' or 'love', got {method!r}")
-        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+        X, Xs = self._query(Xs, method, "exact")
         if method == "love":
-            check_rank(rank)
-            return love_posterior(
-                cache=self._love_cache(rank, probe, Xs, cache),
-                kernel=self.kernel,
-                X=X,
-                Xs=Xs,
-                weights=self.weights,
-                offset=self.mean,
-                backend="auto",
-                math_var=lambda: self._exact_var(Xs),
+            return self._love_posterior(
+                Xs, rank, probe, cache, self.weights, math_var=lambda: self._exact_var(Xs)
             )
         with torch.no_grad():
             Kxs = self.kernel(Xs, X)  # (t, n)
@@ -181,30 +157,7 @@ class ExactGP:
         LoveCache
             The cache; the model is not modified (keep the cache yourself).
         """
-        X = self._require_fit()
-        check_rank(rank)
-        if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        return self._love_cache(rank, probe, Xs, None)
-
-    def _love_cache(
-        self,
-        rank: int,
-        probe: torch.Tensor | None,
-        Xs: torch.Tensor | None,
-        cache: LoveCache | None,
-    ) -> LoveCache:
-        return resolve_love_cache(
-            self.A,
-            self.kernel,
-            self._require_fit(),
-            rank=rank,
-            probe=probe,
-            Xs=Xs,
-            backend="auto",
-            residual=self.y - self.mean,
-            cache=cache,
-        )
+        return self._build_love_cache(rank, probe, Xs)
 
     def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by a triangular solve, shape ``(t,)``."""
@@ -238,13 +191,7 @@ class ExactGP:
         y = check_targets(y, X)
         noise = self.noise if noise is None else check_noise(noise)
         n = X.shape[0]
-        K = self.kernel(X) + noise * torch.eye(n, dtype=X.dtype, device=X.device)
-        L, info = torch.linalg.cholesky_ex(K)
-        if int(info) != 0:
-            raise ValueError(
-                f"K + noise·I is not positive definite (Cholesky failed at column "
-                f"{int(info) - 1}); increase noise"
-            )
+        L = _cholesky(self.kernel(X) + noise * torch.eye(n, dtype=X.dtype, device=X.device))
         r = (y - self.mean).unsqueeze(-1)
         alpha = torch.cholesky_solve(r, L)
         return (
@@ -252,6 +199,17 @@ class ExactGP:
             - torch.log(torch.diagonal(L)).sum()
             - 0.5 * n * math.log(2 * math.pi)
         )
+
+
+def _cholesky(K: torch.Tensor) -> torch.Tensor:
+    """The lower Cholesky factor of ``K̂ = K + noise·I``; raises if it is not positive definite."""
+    L, info = torch.linalg.cholesky_ex(K)
+    if int(info) != 0:
+        raise ValueError(
+            f"K + noise·I is not positive definite (Cholesky failed at column "
+            f"{int(info) - 1}); increase noise"
+        )
+    return L
 
 
 def _cholesky_operator(L: torch.Tensor) -> LinearOperator:

@@ -15,16 +15,16 @@ from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs, check_noise, check_targets
+from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
+from ._regression import RegressionGP
 from .belief_posterior import belief_posterior
-from .love import LoveCache, check_rank
-from .love_posterior import love_posterior, resolve_love_cache
+from .love import LoveCache
 from .posterior import GaussianPosterior
 
 __all__ = ["IterGP"]
 
 
-class IterGP:
+class IterGP(RegressionGP):
     """Computation-aware GP regression (Wenger et al.; DESIGN §5).
 
     :meth:`fit` runs the probabilistic linear solver on ``K̂ = K(X, X) + σ² I`` for the
@@ -67,14 +67,12 @@ class IterGP:
         *,
         backend: str = "auto",
     ) -> None:
-        if not isinstance(kernel, StationaryKernel):
-            raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
-        self.kernel = kernel
+        self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
         self.backend = backend
-        self.X: torch.Tensor | None = None
+        self.X = None
 
     # ------------------------------------------------------------------ fitting
     def system(self, X: torch.Tensor) -> LinearOperator:
@@ -163,18 +161,10 @@ class IterGP:
             belief's: its ``comp_var`` is LOVE's own computational uncertainty (rank
             ``k`` Lanczos on the exact ``K̂``), not the fit's; for the fit's combined
             uncertainty use ``method="belief"``.
-        rank
-            Lanczos steps for ``method="love"`` when no ``cache`` is given (capped at
-            ``n``, where the cache is exact).
-        probe
-            Lanczos probe for a new cache, shape ``(n,)``; default: ``k(X, Xs)``
-            averaged over the test points.
-        cache
-            A cache from :meth:`build_love_cache` (or an earlier posterior's
-            ``love_cache``), reused across calls (``rank`` and ``probe`` are then not
-            used). Without it each ``"love"`` call builds a cache for that call only
-            (``rank + 1`` matrix-free products with ``K̂``), returned as
-            ``posterior.love_cache``.
+        rank, probe, cache
+            The LOVE cache for ``method="love"``, as in
+            :meth:`~pnsolve.gp.ExactGP.posterior` (here the products with ``K̂`` are
+            matrix-free).
 
         Returns
         -------
@@ -182,21 +172,9 @@ class IterGP:
             ``mean``, ``var`` (combined), ``math_var`` and ``comp_var`` (on demand:
             ``t`` exact solves with ``K̂``), ``cov()``, ``sample(...)``.
         """
-        X = self._require_fit()
-        if method not in ("belief", "love"):
-            raise ValueError(f"method must be 'belief' or 'love', got {method!r}")
-        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+        _, Xs = self._query(Xs, method, "belief")
         if method == "love":
-            check_rank(rank)
-            return love_posterior(
-                cache=self._love_cache(rank, probe, Xs, cache),
-                kernel=self.kernel,
-                X=X,
-                Xs=Xs,
-                weights=self.belief.mean,
-                offset=self.mean,
-                backend=self.backend,
-            )
+            return self._love_posterior(Xs, rank, probe, cache, self.belief.mean)
         return self._posterior(Xs, self.belief)
 
     def build_love_cache(
@@ -204,52 +182,13 @@ class IterGP:
     ) -> LoveCache:
         """A LOVE cache of ``K̂ = self.A`` to reuse across ``posterior(..., cache=...)`` calls.
 
-        Parameters
-        ----------
-        rank
-            Lanczos steps (``rank + 1`` matrix-free products with ``K̂``; capped at ``n``).
-        probe
-            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
-            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
-            of CG on the training system).
-        Xs
-            Representative test inputs, shape ``(t, d)``, for the default probe.
-
-        Returns
-        -------
-        LoveCache
-            The cache; the model is not modified (keep the cache yourself).
+        Arguments and result as in :meth:`~pnsolve.gp.ExactGP.build_love_cache`; here
+        the ``rank + 1`` products with ``K̂`` are matrix-free.
         """
-        X = self._require_fit()
-        check_rank(rank)
-        if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        return self._love_cache(rank, probe, Xs, None)
+        return self._build_love_cache(rank, probe, Xs)
 
-    def _love_cache(
-        self,
-        rank: int,
-        probe: torch.Tensor | None,
-        Xs: torch.Tensor | None,
-        cache: LoveCache | None,
-    ) -> LoveCache:
-        return resolve_love_cache(
-            self.A,
-            self.kernel,
-            self._require_fit(),
-            rank=rank,
-            probe=probe,
-            Xs=Xs,
-            backend=self.backend,
-            residual=self.y - self.mean,
-            cache=cache,
-        )
-
-    def _require_fit(self) -> torch.Tensor:
-        """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
-        if self.X is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
-        return self.X
+    def _backend(self) -> str:
+        return self.backend
 
     def _posterior(self, Xs: torch.Tensor, belief: GaussianSolutionBelief) -> GaussianPosterior:
         return belief_posterior(

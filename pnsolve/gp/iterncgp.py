@@ -24,7 +24,7 @@ from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs
+from ._checks import check_inputs, check_model_kernel
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
 from .laplace.prediction import latent_posterior, predict_from_posterior
@@ -132,15 +132,13 @@ class IterNCGP:
         *,
         backend: str = "auto",
     ) -> None:
-        if not isinstance(kernel, StationaryKernel):
-            raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
+        self.kernel = check_model_kernel(kernel)
         if not isinstance(likelihood, Likelihood):
             raise TypeError(
                 f"likelihood must be a pnsolve.likelihoods.Likelihood, got "
                 f"{type(likelihood).__name__}"
             )
         check_newton_config(max_newton_steps, newton_tol, max_rank)
-        self.kernel = kernel
         self.likelihood = likelihood
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.max_newton_steps = max_newton_steps
@@ -353,6 +351,10 @@ class IterNCGP:
     ) -> torch.Tensor:
         """Predictive class probabilities (or Poisson rates) at ``Xs``.
 
+        The likelihood's :meth:`~pnsolve.likelihoods.Likelihood.predict` on the latent
+        marginals of :meth:`posterior`. :meth:`predict` is the same method under the
+        name that reads naturally for counts (expected Poisson rates ``E[exp f]``).
+
         Parameters
         ----------
         Xs
@@ -371,20 +373,12 @@ class IterNCGP:
         torch.Tensor
             ``p(y = 1)`` of shape ``(t,)`` (Bernoulli), class probabilities ``(t, C)``
             (Softmax) or expected rates ``(t,)`` (Poisson).
-        """
-        return self.predict(Xs, method, num_samples, generator)
 
-    def predict(
-        self,
-        Xs: torch.Tensor,
-        method: str = "probit",
-        num_samples: int = 1000,
-        generator: torch.Generator | None = None,
-    ) -> torch.Tensor:
-        """The likelihood's prediction at ``Xs``: the same as :meth:`predict_proba`.
-
-        Reads naturally for counts: expected Poisson rates ``E[exp f]`` of shape
-        ``(t,)``; for classification, class probabilities.
+        Raises
+        ------
+        ArithmeticError
+            If a latent variance is negative beyond rounding (see
+            :func:`~pnsolve.gp.laplace.predict_from_posterior`).
         """
         state = self._fitted()
         Xs = check_inputs(Xs, "Xs", state.problem.X.shape[1], like=state.problem.X)
@@ -392,3 +386,6 @@ class IterNCGP:
         return predict_from_posterior(
             state.problem, self.kernel, Xs, post, method, num_samples, generator
         )
+
+    predict = predict_proba
+    """The same method as :meth:`predict_proba`, named for counts (expected Poisson rates)."""

@@ -157,10 +157,8 @@ class Likelihood(abc.ABC):
     def noise(self, f: torch.Tensor, y: torch.Tensor) -> LinearOperator:
         """``W⁻¹`` (Softmax: the pseudo-inverse ``W⁺``), the Newton step's noise operator.
 
-        Returns
-        -------
-        LinearOperator
-            Symmetric positive semi-definite, shape ``(L·n, L·n)``, dtype/device of ``f``.
+        An operator like :meth:`hessian`'s: symmetric positive semi-definite, shape
+        ``(L·n, L·n)``, dtype/device of ``f``.
         """
         f, y = self._prepare(f, y)
         return self._noise(f, y)

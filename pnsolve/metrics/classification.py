@@ -20,14 +20,9 @@ from .._core.validation import (
     check_real_targets,
     check_tensor,
 )
+from .regression import _check_same_vectors
 
-__all__ = [
-    "accuracy",
-    "ece",
-    "gaussian_log_likelihood",
-    "nll",
-    "poisson_log_likelihood",
-]
+__all__ = ["accuracy", "ece", "gaussian_log_likelihood", "nll", "poisson_log_likelihood"]
 
 
 def _predictions(probs: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,13 +130,7 @@ def _regression_pair(a: object, y: torch.Tensor, name: str) -> tuple[torch.Tenso
     a = check_finite(check_tensor(a, name), name)
     if not a.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype, got {a.dtype}")
-    if a.ndim != 1 or a.shape != y.shape:
-        raise ValueError(
-            f"{name} and y must be vectors of the same shape, got {tuple(a.shape)} and "
-            f"{tuple(y.shape)}"
-        )
-    if a.numel() == 0:
-        raise ValueError(f"{name} is empty")
+    _check_same_vectors(a, y, (name, "y"))
     if a.device != y.device:
         raise ValueError(f"y is on device {y.device} but {name} is on device {a.device}")
     return a, y.to(a.dtype)

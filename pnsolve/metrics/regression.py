@@ -9,9 +9,8 @@ from .._core.validation import check_finite, check_tensor
 __all__ = ["rmse", "smae"]
 
 
-def _pair(a: object, b: object, names: tuple[str, str]) -> tuple[torch.Tensor, torch.Tensor]:
-    a = check_finite(check_tensor(a, names[0]), names[0])
-    b = check_finite(check_tensor(b, names[1]), names[1])
+def _check_same_vectors(a: torch.Tensor, b: torch.Tensor, names: tuple[str, str]) -> None:
+    """Require ``a`` and ``b`` to be non-empty vectors of the same shape."""
     if a.ndim != 1 or a.shape != b.shape:
         raise ValueError(
             f"{names[0]} and {names[1]} must be vectors of the same shape, got "
@@ -19,6 +18,12 @@ def _pair(a: object, b: object, names: tuple[str, str]) -> tuple[torch.Tensor, t
         )
     if a.numel() == 0:
         raise ValueError(f"{names[0]} is empty")
+
+
+def _pair(a: object, b: object, names: tuple[str, str]) -> tuple[torch.Tensor, torch.Tensor]:
+    a = check_finite(check_tensor(a, names[0]), names[0])
+    b = check_finite(check_tensor(b, names[1]), names[1])
+    _check_same_vectors(a, b, names)
     return a, b
 
 

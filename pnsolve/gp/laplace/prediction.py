@@ -79,6 +79,10 @@ def predict_from_posterior(
 ) -> torch.Tensor:
     """The likelihood's prediction from the latent marginals ``post`` at ``Xs``.
 
+    Negative variances at rounding level (``100 eps`` of the kernel's prior variance) are
+    clamped to zero before :meth:`~pnsolve.likelihoods.Likelihood.predict`; larger ones
+    raise.
+
     Parameters
     ----------
     problem
@@ -95,8 +99,7 @@ def predict_from_posterior(
     Returns
     -------
     torch.Tensor
-        ``p(y = 1)`` of shape ``(t,)`` (Bernoulli), class probabilities ``(t, C)``
-        (Softmax) or expected rates ``(t,)`` (Poisson).
+        As from :meth:`~pnsolve.gp.IterNCGP.predict_proba`.
 
     Raises
     ------

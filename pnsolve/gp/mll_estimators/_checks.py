@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -10,6 +11,7 @@ from ...kernels.base import StationaryKernel
 from .._checks import check_inputs, check_targets
 
 __all__ = [
+    "Problem",
     "check_chunk_rows",
     "check_kernel",
     "check_noise_arg",
@@ -69,15 +71,22 @@ def noise_value(noise: float | torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     return torch.tensor(float(noise), dtype=X.dtype, device=X.device)
 
 
-def check_problem(
-    kernel: object, X: object, noise: object, y: object
-) -> tuple[StationaryKernel, torch.Tensor, float | torch.Tensor, torch.Tensor]:
+class Problem(NamedTuple):
+    """Checked arguments of an estimator: ``K̂ = K(X, X) + noise · I`` and targets ``y``."""
+
+    kernel: StationaryKernel
+    X: torch.Tensor
+    noise: float | torch.Tensor
+    y: torch.Tensor
+
+
+def check_problem(kernel: object, X: object, noise: object, y: object) -> Problem:
     """Validate ``kernel``, ``X (n, d)``, ``noise`` and ``y (n,)`` (``X``'s dtype/device)."""
     kernel = check_kernel(kernel)
     X = check_inputs(X, "X")
     y = check_targets(y, X)
     noise = check_noise_arg(noise)
-    return kernel, X, noise, y
+    return Problem(kernel, X, noise, y)
 
 
 def check_solutions(solutions: object, X: torch.Tensor, columns: int) -> torch.Tensor:

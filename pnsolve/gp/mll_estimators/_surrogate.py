@@ -15,8 +15,14 @@ from __future__ import annotations
 import torch
 
 from ...kernels.base import StationaryKernel
+from ._checks import Problem
 
-__all__ = ["DEFAULT_CHUNK_ENTRIES", "accumulate_surrogate_gradient", "chunk_rows_for"]
+__all__ = [
+    "DEFAULT_CHUNK_ENTRIES",
+    "accumulate_probe_gradient",
+    "accumulate_surrogate_gradient",
+    "chunk_rows_for",
+]
 
 #: Entries of one differentiable row block ``K(X_R, X)`` by default (2²¹: 16 MiB in
 #: float64 per temporary; autograd keeps a handful of them per block).
@@ -72,3 +78,18 @@ def accumulate_surrogate_gradient(
     if isinstance(noise, torch.Tensor) and noise.requires_grad:
         coefficient = (U * W).sum().to(device=noise.device, dtype=noise.dtype)
         torch.autograd.backward(noise, coefficient, retain_graph=True)
+
+
+def accumulate_probe_gradient(
+    problem: Problem, V: torch.Tensor, W: torch.Tensor, *, chunk_rows: int | None
+) -> None:
+    """Add the stochastic estimators' ``∇ [−½ v_yᵀ K̂ v_y + ½ (1/s) Σ_j v_jᵀ K̂ w_j]``.
+
+    ``V = [v_y, v_1, …, v_s]`` are the solutions and ``W = [v_y, w_1, …, w_s]`` the
+    vectors they are paired with (the probes ``z_j`` for the standard estimator, the
+    solutions ``ẑ_j`` themselves for the pathwise one), both ``(n, 1 + s)``.
+    """
+    s = V.shape[1] - 1
+    U = torch.cat([-0.5 * V[:, :1], (0.5 / s) * V[:, 1:]], dim=1)
+    kernel, X, noise, _ = problem
+    accumulate_surrogate_gradient(kernel, X, noise, U, W, chunk_rows=chunk_rows)

@@ -9,7 +9,7 @@ import torch
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
 from ..pathwise import pathwise_update
-from ._checks import check_problem, check_solutions
+from ._checks import Problem, check_problem, check_solutions
 
 __all__ = ["GradientEstimator"]
 
@@ -29,6 +29,8 @@ class GradientEstimator(abc.ABC):
     Warm starts: the random draws behind the probes are made once and reused, so the
     previous step's solutions are a good starting point for the next solve.
 
+    Subclasses implement :meth:`_targets` and :meth:`_backward` on checked arguments.
+
     Attributes
     ----------
     num_probes
@@ -40,7 +42,6 @@ class GradientEstimator(abc.ABC):
     num_probes: int
     needs_solves: bool
 
-    @abc.abstractmethod
     def targets(
         self,
         kernel: StationaryKernel,
@@ -64,10 +65,17 @@ class GradientEstimator(abc.ABC):
         Returns
         -------
         torch.Tensor
-            Shape ``(n, 1 + s)``, detached (computed without autograd).
-        """
+            Shape ``(n, 1 + s)``, detached (computed without autograd). The stochastic
+            estimators draw their frozen randomness on the first call.
 
-    @abc.abstractmethod
+        Raises
+        ------
+        ValueError, TypeError
+            For bad arguments, or (stochastic estimators) an ``X`` whose size, width,
+            dtype or device differs from the frozen draws' (call ``resample()``).
+        """
+        return self._targets(check_problem(kernel, X, noise, y))
+
     def backward(
         self,
         kernel: StationaryKernel,
@@ -85,18 +93,42 @@ class GradientEstimator(abc.ABC):
             leaf tensors ``noise`` (and ``X``, if it requires grad) depend on.
         solutions
             ``≈ K̂⁻¹ targets``, shape ``(n, 1 + s)`` (detached on entry; from any solver).
-        """
 
-    def _checked(
+        Raises
+        ------
+        RuntimeError
+            :class:`StandardEstimator` before its first :meth:`targets` call.
+        ValueError, TypeError
+            For bad arguments (``solutions`` must be ``(n, 1 + s)``, or ``None`` for an
+            estimator that does not need solves), or (stochastic estimators) an ``X``
+            unlike the frozen draws.
+        """
+        problem = check_problem(kernel, X, noise, y)
+        if solutions is not None or self.needs_solves:
+            solutions = check_solutions(solutions, problem.X, 1 + self.num_probes)
+        self._backward(problem, solutions)
+
+    @abc.abstractmethod
+    def _targets(self, problem: Problem) -> torch.Tensor:
+        """:meth:`targets` of checked arguments."""
+
+    @abc.abstractmethod
+    def _backward(self, problem: Problem, solutions: torch.Tensor | None) -> None:
+        """:meth:`backward` of checked arguments (``solutions`` checked, or ``None``)."""
+
+    def _checked_query(
         self,
         kernel: object,
         X: object,
         noise: object,
         y: object,
         solutions: object,
-    ) -> tuple[StationaryKernel, torch.Tensor, float | torch.Tensor, torch.Tensor, torch.Tensor]:
-        kernel, X, noise, y = check_problem(kernel, X, noise, y)
-        return kernel, X, noise, y, check_solutions(solutions, X, 1 + self.num_probes)
+        Xs: object,
+    ) -> tuple[Problem, torch.Tensor, torch.Tensor]:
+        """Checked ``(problem, solutions, Xs)`` of a posterior query."""
+        problem = check_problem(kernel, X, noise, y)
+        solutions = check_solutions(solutions, problem.X, 1 + self.num_probes)
+        return problem, solutions, check_inputs(Xs, "Xs", d=problem.X.shape[1], like=problem.X)
 
     def posterior_mean(
         self,
@@ -121,6 +153,5 @@ class GradientEstimator(abc.ABC):
         torch.Tensor
             Shape ``(t,)``; add the caller's mean back if ``y`` was centred.
         """
-        kernel, X, noise, y, solutions = self._checked(kernel, X, noise, y, solutions)
-        Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
-        return pathwise_update(kernel, Xs, X, solutions[:, :1])[:, 0]
+        problem, solutions, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
+        return pathwise_update(problem.kernel, Xs, problem.X, solutions[:, :1])[:, 0]

@@ -6,7 +6,7 @@ import torch
 
 from ...kernels.base import StationaryKernel
 from ..exact import ExactGP
-from ._checks import check_problem, check_solutions
+from ._checks import Problem
 from .base import GradientEstimator
 
 __all__ = ["ExactEstimator"]
@@ -34,17 +34,6 @@ class ExactEstimator(GradientEstimator):
     num_probes = 0
     needs_solves = False
 
-    def targets(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-    ) -> torch.Tensor:
-        """``y[:, None]``, shape ``(n, 1)`` (see :meth:`GradientEstimator.targets`)."""
-        _, X, _, y = check_problem(kernel, X, noise, y)
-        return y.detach().unsqueeze(-1)
-
     def backward(
         self,
         kernel: StationaryKernel,
@@ -61,9 +50,13 @@ class ExactEstimator(GradientEstimator):
             If ``K̂`` is not numerically positive definite, or ``solutions`` (when given)
             has the wrong shape.
         """
-        kernel, X, noise, y = check_problem(kernel, X, noise, y)
-        if solutions is not None:
-            check_solutions(solutions, X, 1)
+        super().backward(kernel, X, noise, y, solutions)
+
+    def _targets(self, problem: Problem) -> torch.Tensor:
+        return problem.y.detach().unsqueeze(-1)
+
+    def _backward(self, problem: Problem, solutions: torch.Tensor | None) -> None:
+        kernel, X, noise, y = problem
         # differentiate w.r.t. a detached copy of noise, then push that gradient through
         # the caller's noise graph with retain_graph (as the stochastic estimators do)
         leaf = noise

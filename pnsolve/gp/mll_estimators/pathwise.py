@@ -7,9 +7,9 @@ import torch
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
 from ..pathwise import PathwiseDraws, pathwise_update
-from ._checks import check_chunk_rows, check_kernel, check_positive_int, check_problem, noise_value
+from ._checks import Problem, check_chunk_rows, check_kernel, check_positive_int, noise_value
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
-from ._surrogate import accumulate_surrogate_gradient
+from ._surrogate import accumulate_probe_gradient
 from .base import GradientEstimator
 
 __all__ = ["PathwiseDraws", "PathwiseEstimator"]
@@ -49,28 +49,24 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         Number ``s ≥ 1`` of probes (= posterior samples).
     num_features
         Number ``m ≥ 1`` of random Fourier features (phase form, one frequency each).
-    generator
-        ``torch.Generator``, the only source of randomness (keyword, required).
-    chunk_rows
-        Rows of each differentiable kernel block in :meth:`backward` (default
-        ``2²¹ // n``).
+    generator, chunk_rows
+        As in :class:`StandardEstimator` (``generator`` is keyword-only and required).
 
     Raises
     ------
     TypeError
-        If ``generator`` is missing or not a ``torch.Generator``.
+        As :class:`StandardEstimator`, for ``generator``.
     ValueError
         For ``num_probes``, ``num_features`` or ``chunk_rows`` below 1.
 
     Examples
     --------
     >>> import torch, pnsolve as pn
-    >>> from pnsolve.gp.mll_estimators import PathwiseEstimator
     >>> X = torch.rand(40, 2, dtype=torch.float64); y = torch.sin(4 * X[:, 0])
     >>> k, noise = pn.kernels.Matern(1.5, lengthscale=0.3), 0.1
-    >>> est = PathwiseEstimator(8, 256, generator=torch.Generator().manual_seed(0))
-    >>> B = est.targets(k, X, noise, y)
-    >>> V = torch.linalg.solve(k(X).detach() + noise * torch.eye(40, dtype=X.dtype), B)
+    >>> est = pn.gp.PathwiseEstimator(8, 256, generator=torch.Generator().manual_seed(0))
+    >>> K_hat = k(X).detach() + noise * torch.eye(40, dtype=X.dtype)
+    >>> V = torch.linalg.solve(K_hat, est.targets(k, X, noise, y))
     >>> est.backward(k, X, noise, y, V)
     >>> est.posterior_samples(k, X, noise, y, V, X[:5]).shape
     torch.Size([5, 8])
@@ -182,25 +178,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         return draws.prior(kernel, Xs)
 
     # --------------------------------------------------------------------- estimator
-    def targets(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-    ) -> torch.Tensor:
-        """``[y, ξ_1, …, ξ_s]`` with ``ξ_j = f_j(X) + √noise · w_j``, shape ``(n, 1 + s)``.
-
-        Draws the frozen randomness on the first call; re-evaluates ``ξ`` under the
-        current hyperparameters on every call.
-
-        Raises
-        ------
-        ValueError, TypeError
-            For bad arguments, or an ``X`` whose size, width, dtype or device differs
-            from the frozen draws' (call :meth:`resample`).
-        """
-        kernel, X, noise, y = check_problem(kernel, X, noise, y)
+    def _targets(self, problem: Problem) -> torch.Tensor:
+        kernel, X, noise, y = problem
         with torch.no_grad():
             if self._draws is None:
                 self._draws = self._draw(kernel, X)
@@ -209,27 +188,11 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             xi.add_(noise_value(noise, X).sqrt() * draws.noise_weights)
             return torch.cat([y.detach().unsqueeze(-1), xi], dim=1)
 
-    def backward(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-        solutions: torch.Tensor | None,
-    ) -> None:
-        """Accumulate ``−½ v_yᵀ ∂K̂ v_y + ½ (1/s) Σ_j ẑ_jᵀ ∂K̂ ẑ_j`` into ``.grad``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            For bad arguments (``solutions`` must be ``(n, 1 + s)``).
-        """
-        kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
+    def _backward(self, problem: Problem, solutions: torch.Tensor | None) -> None:
+        assert solutions is not None  # needs_solves
         if self._draws is not None:
-            self._check_like(self._draws, X)
-        s = self.num_probes
-        U = torch.cat([-0.5 * V[:, :1], (0.5 / s) * V[:, 1:]], dim=1)
-        accumulate_surrogate_gradient(kernel, X, noise, U, V, chunk_rows=self.chunk_rows)
+            self._check_like(self._draws, problem.X)
+        accumulate_probe_gradient(problem, solutions, solutions, chunk_rows=self.chunk_rows)
 
     def posterior_samples(
         self,
@@ -261,8 +224,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             Shape ``(t, s)``: ``K(Xs, X)`` is applied matrix-free once ``t · n`` exceeds
             2²² entries; the caller adds back the mean it subtracted from ``y``.
         """
-        kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
-        Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
+        (kernel, X, _, _), V, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
         draws = self._require_draws(X)
         return draws.prior(kernel, Xs) + pathwise_update(kernel, Xs, X, V[:, :1] - V[:, 1:])
 

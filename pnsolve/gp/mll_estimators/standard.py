@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
-from ._checks import check_chunk_rows, check_positive_int, check_problem
+from ._checks import Problem, check_chunk_rows, check_positive_int
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
-from ._surrogate import accumulate_surrogate_gradient
+from ._surrogate import accumulate_probe_gradient
 from .base import GradientEstimator
 
 __all__ = ["StandardEstimator"]
@@ -125,52 +124,19 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         return Z.to(X.device)
 
     # --------------------------------------------------------------------- estimator
-    def targets(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-    ) -> torch.Tensor:
-        """``[y, z_1, …, z_s]``, shape ``(n, 1 + s)``; draws the probes on the first call.
-
-        Raises
-        ------
-        ValueError, TypeError
-            For bad arguments, or an ``X`` whose size, dtype or device differs from the
-            frozen probes' (call :meth:`resample`).
-        """
-        _, X, _, y = check_problem(kernel, X, noise, y)
+    def _targets(self, problem: Problem) -> torch.Tensor:
         if self._probes is None:
-            self._probes = self._draw(X)
-        check_frozen_like(self._probes, X, "probes")
-        return torch.cat([y.detach().unsqueeze(-1), self._probes], dim=1)
+            self._probes = self._draw(problem.X)
+        check_frozen_like(self._probes, problem.X, "probes")
+        return torch.cat([problem.y.detach().unsqueeze(-1), self._probes], dim=1)
 
-    def backward(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-        solutions: torch.Tensor | None,
-    ) -> None:
-        """Accumulate ``−½ v_yᵀ ∂K̂ v_y + ½ (1/s) Σ_j v_jᵀ ∂K̂ z_j`` into ``.grad``.
-
-        Raises
-        ------
-        RuntimeError
-            If no probes were drawn yet (call :meth:`targets` first).
-        ValueError, TypeError
-            For bad arguments (``solutions`` must be ``(n, 1 + s)``).
-        """
-        kernel, X, noise, y, V = self._checked(kernel, X, noise, y, solutions)
+    def _backward(self, problem: Problem, solutions: torch.Tensor | None) -> None:
+        assert solutions is not None  # needs_solves
         if self._probes is None:
             raise RuntimeError("no probes drawn yet: call targets() before backward()")
-        check_frozen_like(self._probes, X, "probes")
-        s = self.num_probes
-        U = torch.cat([-0.5 * V[:, :1], (0.5 / s) * V[:, 1:]], dim=1)
-        W = torch.cat([V[:, :1], self._probes], dim=1)
-        accumulate_surrogate_gradient(kernel, X, noise, U, W, chunk_rows=self.chunk_rows)
+        check_frozen_like(self._probes, problem.X, "probes")
+        W = torch.cat([solutions[:, :1], self._probes], dim=1)
+        accumulate_probe_gradient(problem, solutions, W, chunk_rows=self.chunk_rows)
 
     def __repr__(self) -> str:
         return (
