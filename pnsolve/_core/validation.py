@@ -11,12 +11,14 @@ __all__ = [
     "check_counts",
     "check_finite",
     "check_generator",
+    "check_positive_int",
     "check_real_dtype",
     "check_real_targets",
     "check_same_device",
     "check_same_dtype",
     "check_tensor",
     "is_floating",
+    "require_generator",
 ]
 
 
@@ -93,6 +95,32 @@ def check_generator(generator: object, name: str = "generator") -> torch.Generat
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
     return generator
+
+
+def require_generator(
+    generator: object, name: str = "generator", *, hint: str = ""
+) -> torch.Generator:
+    """Require a ``torch.Generator`` (``None`` is refused: randomness is explicit).
+
+    ``hint``, if given, follows "must be a torch.Generator" in parentheses.
+    """
+    if not isinstance(generator, torch.Generator):
+        hint = f" ({hint})" if hint else ""
+        raise TypeError(f"{name} must be a torch.Generator{hint}, got {type(generator).__name__}")
+    return generator
+
+
+def check_positive_int(value: object, name: str, *, type_name: bool = False) -> int:
+    """Require an int ``≥ 1`` (bools refused).
+
+    The ``TypeError`` shows the value's repr, or with ``type_name`` its type's name.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        got = type(value).__name__ if type_name else repr(value)
+        raise TypeError(f"{name} must be an int, got {got}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
 
 
 # ---------------------------------------------------------------- observed targets

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -87,9 +88,7 @@ class GaussianSolutionBelief:
         torch.Tensor
             Shape ``()`` or ``(m,)``. Cheap: ``O(n i m)``, no product with ``A``.
         """
-        U = self._directions(directions)
-        out = ((self.V.mT @ U) ** 2).sum(0)
-        return out.squeeze(0) if directions.ndim == 1 else out
+        return self._along(directions, self._downdate)
 
     def var(self, directions: torch.Tensor) -> torch.Tensor:
         """Variance ``uᵀ Σ_i u`` along each direction ``u``.
@@ -97,7 +96,7 @@ class GaussianSolutionBelief:
         Parameters
         ----------
         directions
-            ``(n,)`` or ``(n, m)``.
+            ``(n,)`` or ``(n, m)``, as for :meth:`downdate_variance`.
 
         Returns
         -------
@@ -105,9 +104,11 @@ class GaussianSolutionBelief:
             Shape ``()`` or ``(m,)``. Needs ``uᵀ Σ₀ u``: one inner solve per direction
             under the inverse prior.
         """
-        U = self._directions(directions)
-        out = (self.prior.variance(self.A, U) - self.downdate_variance(U)).clamp_min(0.0)
-        return out.squeeze(0) if directions.ndim == 1 else out
+
+        def variance(U: torch.Tensor) -> torch.Tensor:
+            return (self.prior.variance(self.A, U) - self._downdate(U)).clamp_min(0.0)
+
+        return self._along(directions, variance)
 
     def diagonal(self) -> torch.Tensor:
         """Marginal variances ``diag(Σ_i)``, shape ``(n,)`` (needs a structured ``Σ₀`` diagonal)."""
@@ -144,6 +145,17 @@ class GaussianSolutionBelief:
         from .probnum_interop import to_probnum
 
         return to_probnum(self, dense=dense)
+
+    def _downdate(self, U: torch.Tensor) -> torch.Tensor:
+        """``uᵀ V Vᵀ u`` for the columns ``u`` of ``U`` ``(n, m)``; shape ``(m,)``."""
+        return ((self.V.mT @ U) ** 2).sum(0)
+
+    def _along(
+        self, directions: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]
+    ) -> torch.Tensor:
+        """``f`` of the checked directions as columns; one value for one direction ``(n,)``."""
+        out = f(self._directions(directions))
+        return out.squeeze(0) if directions.ndim == 1 else out
 
     def _directions(self, directions: torch.Tensor) -> torch.Tensor:
         check_tensor(directions, "directions")

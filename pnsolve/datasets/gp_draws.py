@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
 from .kernel_formulas import stationary_kernel
 from .sampling import require_generator, sample_gp_prior, standard_normal, uniform
@@ -79,8 +80,8 @@ def gp_draws(
     """
     generator = require_generator(generator)
     dtype = check_float_dtype(dtype)
-    _check_positive_int(n, "n")
-    _check_positive_int(d, "d")
+    check_positive_int(n, "n")
+    check_positive_int(d, "d")
     if not noise >= 0:
         raise ValueError(f"noise must be a non-negative variance, got {noise}")
     if not high > low:
@@ -101,11 +102,3 @@ def gp_draws(
         return t.to(dtype=dtype, device=device)
 
     return GPDraws(X=cast(X), y=cast(y), f=cast(f))
-
-
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value

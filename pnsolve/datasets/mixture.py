@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
-from .gp_draws import _check_positive_int
 from .sampling import require_generator, standard_normal, uniform
 
 __all__ = ["GaussianMixtureClasses", "gaussian_mixture_classes"]
@@ -110,7 +110,7 @@ def gaussian_mixture_classes(
         (n_classes, "n_classes"),
         (d, "d"),
     ):
-        _check_positive_int(value, name)
+        check_positive_int(value, name)
     lo_m, hi_m = mean_range
     lo_e, hi_e = eigenvalue_range
     if not hi_m > lo_m:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
-from .gp_draws import _check_positive_int
 from .kernel_formulas import stationary_kernel
 from .sampling import require_generator, sample_gp_prior
 
@@ -96,7 +96,7 @@ def poisson_counts(
         else require_generator(count_generator, "count_generator")
     )
     dtype = check_float_dtype(dtype)
-    _check_positive_int(n, "n")
+    check_positive_int(n, "n")
     if not high > low:
         raise ValueError(f"high must exceed low, got low={low}, high={high}")
     X = torch.linspace(low, high, n, dtype=torch.float64, device=generator.device)[:, None]

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import torch
 
+from .._core.validation import require_generator as _require_generator
+
 __all__ = ["require_generator", "sample_gp_prior", "standard_normal", "uniform"]
 
 
 def require_generator(generator: object, name: str = "generator") -> torch.Generator:
     """Require an explicit ``torch.Generator`` (``None`` is refused: no global RNG)."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"{name} must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
-            f"got {type(generator).__name__}"
-        )
-    return generator
+    return _require_generator(generator, name, hint="e.g. torch.Generator().manual_seed(0)")
 
 
 def standard_normal(*shape: int, generator: torch.Generator) -> torch.Tensor:

@@ -19,7 +19,6 @@ __all__ = [
     "Normalised",
     "Tracker",
     "check_count",
-    "check_positive_int",
     "check_solve_args",
     "check_tol",
     "column_major",
@@ -44,15 +43,6 @@ def check_tol(value: object, name: str) -> float:
     if not (0 < value < math.inf):
         raise ValueError(f"{name} must be positive and finite, got {value}")
     return float(value)
-
-
-def check_positive_int(value: object, name: str) -> int:
-    """Require an int ``≥ 1``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
 
 
 def check_count(value: object, name: str) -> int | None:
@@ -236,6 +226,26 @@ class Tracker:
     def initial(self, norms: torch.Tensor) -> None:
         """Row 0 of ``info.residual_norms``: the norms before the first iteration."""
         self.rows = [norms]
+
+    def true_residual(
+        self, problem: Normalised, U: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``R = B̃ − K̂U`` (:func:`column_major`, one set-up epoch) and its column norms."""
+        with self.setup():
+            R = column_major(true_residual(self.system, problem, U))
+        return R, column_norms(R)
+
+    def initial_residual(
+        self, problem: Normalised, U: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The starting residual (``B̃`` when cold) and its norms, recorded as row 0."""
+        if problem.warm:
+            R, norms = self.true_residual(problem, U)
+        else:
+            R = column_major(problem.B)
+            norms = column_norms(R)
+        self.initial(norms)
+        return R, norms
 
     def record(self, norms: torch.Tensor) -> None:
         """Append ``(epochs, mean, probes)`` to the history and ``norms`` to the rows."""

@@ -4,34 +4,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import torch
 
 from .._core.errors import NotPositiveDefiniteError
 from .._core.stop_reason import StopReason
-from .._core.validation import check_generator
-from ._common import (
-    Normalised,
-    Tracker,
-    check_count,
-    check_positive_int,
-    check_solve_args,
-    check_tol,
-    column_major,
-    column_norms,
-    confirm_below,
-    excess,
-    true_residual,
-)
+from .._core.validation import check_positive_int
+from ._base import KernelSolverBase
+from ._common import Normalised, Tracker, check_count, column_norms, confirm_below, excess
 from .info import KernelSolveInfo
-from .system import KernelSystem
 
 __all__ = ["AlternatingProjections"]
 
 
 @dataclass(frozen=True)
-class AlternatingProjections:
+class AlternatingProjections(KernelSolverBase):
     """Alternating projections onto blocks of rows (Algorithm 2 of Lin et al.).
 
     The indices ``0, …, n−1`` are cut into ``⌈n/b⌉`` contiguous blocks of ``b =
@@ -48,10 +35,8 @@ class AlternatingProjections:
 
     Parameters
     ----------
-    tol
-        Relative-residual tolerance of the mean column (column 0).
-    tol_probes
-        Tolerance of the average relative residual of the probe columns (default ``tol``).
+    tol, tol_probes
+        Relative-residual tolerances: mean column (column 0), probes' average (default ``tol``).
     block_size
         ``b ≥ 1`` (capped at ``n``).
     max_iterations
@@ -102,85 +87,20 @@ class AlternatingProjections:
     max_iterations: int | None = None
 
     def __post_init__(self) -> None:
-        check_tol(self.tol, "tol")
-        if self.tol_probes is not None:
-            check_tol(self.tol_probes, "tol_probes")
-        check_positive_int(self.block_size, "block_size")
+        self._check_tolerances()
+        check_positive_int(self.block_size, "block_size", type_name=True)
         check_count(self.max_iterations, "max_iterations")
 
-    def solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None = None,
-        *,
-        max_epochs: float | None = None,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        """Solve ``K̂ U = B``.
-
-        Parameters
-        ----------
-        system
-            The :class:`~pnsolve.iterative.KernelSystem`.
-        B
-            Right-hand sides, shape ``(n, k)``: column 0 the mean system, the others probes.
-        x0
-            Warm start, shape ``(n, k)`` (``None``: zeros).
-        max_epochs
-            Budget ``T ≥ b/n`` of the iterations, in epochs: at most ``⌊T·n/b⌋``
-            iterations (set-up work is counted but not capped, see the class notes).
-            ``None``: until the tolerances, ``max_iterations`` or, if that is ``None``
-            too, :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
-        generator
-            Unused (the block order is fixed and the choice greedy); accepted for a
-            uniform solver interface.
-
-        Returns
-        -------
-        solution : torch.Tensor
-            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
-        info : KernelSolveInfo
-            Iterations, epochs (set-up separately), residual norms, stop reason.
-
-        Raises
-        ------
-        ValueError
-            Naming ``max_epochs`` if it allows no iteration (``max_epochs < b/n``).
-        """
-        system, B, x0, max_epochs = check_solve_args(system, B, x0, max_epochs)
-        check_generator(generator)
-        with torch.no_grad():
-            return self._solve(system, B, x0, max_epochs)
-
     def _solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None,
-        max_epochs: float | None,
+        self, problem: Normalised, track: Tracker, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        n, k = B.shape
-        b = min(self.block_size, n)
+        system, n = track.system, track.system.n
+        b, _ = self._iteration_size(n)
         starts = list(range(0, n, b))
-        problem = Normalised(B, x0)
-        tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(
-            system,
-            k,
-            self.tol,
-            tol_probes,
-            max_epochs=max_epochs,
-            max_iterations=self.max_iterations,
-            iteration_epochs=Fraction(b, n),
-            what=f"alternating projections with block size b = {b}",
-        )
         U = problem.U0.clone()
-        with track.setup():
-            R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
+        R, norms = track.initial_residual(problem, U)
         confirm = confirm_below(system.dtype, track.tol, track.tol_probes)
-        norms, last_excess = column_norms(R), math.inf
-        track.initial(norms)
+        last_excess = math.inf
         factors: dict[int, torch.Tensor] = {}  # block → Cholesky factor of K̂[I, I]
         blocks = [  # the index tensor of each block, built once
             torch.arange(lo, min(lo + b, n), device=system.device) for lo in starts
@@ -204,13 +124,15 @@ class AlternatingProjections:
                 )
             track.record(norms)
             if confirm and track.met(norms):
-                with track.setup():
-                    R = column_major(true_residual(system, problem, U))
-                norms = column_norms(R)
+                R, norms = track.true_residual(problem, U)
                 previous, last_excess = last_excess, excess(track, norms)
                 if last_excess >= previous:
                     return track.result(problem, U, iteration, norms, StopReason.STAGNATION)
         return track.result(problem, U, iteration, norms)
+
+    def _iteration_size(self, n: int) -> tuple[int, str]:
+        b = min(self.block_size, n)
+        return b, f"alternating projections with block size b = {b}"
 
 
 def _largest_block(R: torch.Tensor, b: int) -> int:

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import torch
 
 from .._core.errors import BreakdownError
 from .._core.stop_reason import StopReason
-from .._core.validation import check_generator
 from ..krylov.conjugate_gradient import cg_core
 from ..linops.base import LinearOperator
 from ..preconditioners import PivotedCholesky
-from ._common import (
-    Normalised,
-    Tracker,
-    check_count,
-    check_solve_args,
-    check_tol,
-    confirm_below,
-    excess,
-)
+from ._base import KernelSolverBase
+from ._common import Normalised, Tracker, check_count, confirm_below, excess
 from .info import KernelSolveInfo
 from .system import KernelSystem
 
@@ -30,21 +21,19 @@ __all__ = ["ConjugateGradients"]
 
 
 @dataclass(frozen=True)
-class ConjugateGradients:
+class ConjugateGradients(KernelSolverBase):
     """Preconditioned CG run on all right-hand sides at once (Algorithm 1 of Lin et al.).
 
     The ``k`` columns are ``k`` independent CG recursions (own ``α_j, β_j``) that share
     one product ``K̂ D`` per iteration: **one epoch per iteration**. The iterations are
     those of :func:`pnsolve.cg`: the loop is :func:`pnsolve.krylov.conjugate_gradient.cg_core`,
     here with per-column tolerances, the recursive residual (classical PCG) and a stop
-    hook for the aggregate tolerances below.
+    hook for the aggregate tolerances (see *Stopping* below).
 
     Parameters
     ----------
-    tol
-        Relative-residual tolerance of the mean column (column 0).
-    tol_probes
-        Tolerance of the average relative residual of the probe columns (default ``tol``).
+    tol, tol_probes
+        Relative-residual tolerances: mean column (column 0), probes' average (default ``tol``).
     max_iterations
         Iteration cap (``None``: none beyond the budget; see ``max_epochs`` of
         :meth:`solve`).
@@ -101,78 +90,16 @@ class ConjugateGradients:
     preconditioner_rank: int = 100
 
     def __post_init__(self) -> None:
-        check_tol(self.tol, "tol")
-        if self.tol_probes is not None:
-            check_tol(self.tol_probes, "tol_probes")
+        self._check_tolerances()
         check_count(self.max_iterations, "max_iterations")
         if check_count(self.preconditioner_rank, "preconditioner_rank") is None:
             raise TypeError("preconditioner_rank must be an int (0 for no preconditioner)")
 
-    def solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None = None,
-        *,
-        max_epochs: float | None = None,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        """Solve ``K̂ U = B``.
-
-        Parameters
-        ----------
-        system
-            The :class:`~pnsolve.iterative.KernelSystem`.
-        B
-            Right-hand sides, shape ``(n, k)``: column 0 the mean system, the others probes.
-        x0
-            Warm start, shape ``(n, k)`` (``None``: zeros).
-        max_epochs
-            Budget ``T ≥ 1`` of the iterations, in epochs: at most ``⌊T⌋`` iterations
-            (set-up work is counted but not capped, see the class notes). ``None``:
-            until the tolerances, ``max_iterations`` or, if that is ``None`` too,
-            :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
-        generator
-            Unused (CG is deterministic); accepted for a uniform solver interface.
-
-        Returns
-        -------
-        solution : torch.Tensor
-            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
-        info : KernelSolveInfo
-            Iterations, epochs (set-up separately), residual norms, stop reason.
-
-        Raises
-        ------
-        ValueError
-            Naming ``max_epochs`` if it allows no iteration (``max_epochs < 1``).
-        """
-        system, B, x0, max_epochs = check_solve_args(system, B, x0, max_epochs)
-        check_generator(generator)
-        with torch.no_grad():
-            return self._solve(system, B, x0, max_epochs)
-
     def _solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None,
-        max_epochs: float | None,
+        self, problem: Normalised, track: Tracker, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        n, k = B.shape
-        problem = Normalised(B, x0)
-        tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(
-            system,
-            k,
-            self.tol,
-            tol_probes,
-            max_epochs=max_epochs,
-            max_iterations=self.max_iterations,
-            iteration_epochs=Fraction(1),
-            what="CG",
-        )
-        rank = min(self.preconditioner_rank, n - 1)
+        system = track.system
+        rank = min(self.preconditioner_rank, system.n - 1)
         M = _LazyPivotedCholesky(system, rank) if rank > 0 else None
         gate = _Gate(track)
         U = problem.U0 if problem.warm else None
@@ -196,6 +123,9 @@ class ConjugateGradients:
         track.setup_entries = track.spent - gate.iterations * track.n2
         reason = info.stop_reason if info.stop_reason is not StopReason.MAX_ITERATIONS else None
         return track.result(problem, U, gate.iterations, info.residual_norms[-1], reason)
+
+    def _iteration_size(self, n: int) -> tuple[int, str]:
+        return n, "CG"  # one epoch
 
 
 class _Gate:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
+from typing import ClassVar
 
 import torch
 
-from .._core.validation import check_generator
-from ._common import (
-    Normalised,
-    Tracker,
-    check_count,
-    check_positive_int,
-    check_solve_args,
-    check_tol,
-    column_major,
-    column_norms,
-    true_residual,
-)
+from .._core.validation import check_positive_int
+from ._base import KernelSolverBase
+from ._common import Normalised, Tracker, check_count, check_tol, column_norms
 from .info import KernelSolveInfo
-from .system import KernelSystem
 
 __all__ = ["DEFAULT_LEARNING_RATE", "DIVERGENCE_FACTOR", "StochasticGradientDescent"]
 
@@ -32,7 +22,7 @@ DIVERGENCE_FACTOR = 1e4
 
 
 @dataclass(frozen=True)
-class StochasticGradientDescent:
+class StochasticGradientDescent(KernelSolverBase):
     """Minibatch SGD with momentum on the quadratic objective (Algorithm 3 of Lin et al.).
 
     Each iteration draws a batch ``I`` of ``b`` distinct indices uniformly at random
@@ -81,10 +71,8 @@ class StochasticGradientDescent:
 
     Parameters
     ----------
-    tol
-        Relative-residual tolerance of the mean column (column 0).
-    tol_probes
-        Tolerance of the average relative residual of the probe columns (default ``tol``).
+    tol, tol_probes
+        Relative-residual tolerances: mean column (column 0), probes' average (default ``tol``).
     batch_size
         ``b ≥ 1`` (capped at ``n``); ``b·n`` entries (``b/n`` epochs) per iteration.
     learning_rate
@@ -122,12 +110,11 @@ class StochasticGradientDescent:
     learning_rate: float = DEFAULT_LEARNING_RATE
     momentum: float = 0.9
     max_iterations: int | None = None
+    draws: ClassVar[str | None] = "the batches"
 
     def __post_init__(self) -> None:
-        check_tol(self.tol, "tol")
-        if self.tol_probes is not None:
-            check_tol(self.tol_probes, "tol_probes")
-        check_positive_int(self.batch_size, "batch_size")
+        self._check_tolerances()
+        check_positive_int(self.batch_size, "batch_size", type_name=True)
         check_tol(self.learning_rate, "learning_rate")
         if isinstance(self.momentum, bool) or not isinstance(self.momentum, int | float):
             raise TypeError(f"momentum must be a float, got {type(self.momentum).__name__}")
@@ -135,89 +122,21 @@ class StochasticGradientDescent:
             raise ValueError(f"momentum must satisfy 0 ≤ momentum < 1, got {self.momentum}")
         check_count(self.max_iterations, "max_iterations")
 
-    def solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None = None,
-        *,
-        max_epochs: float | None = None,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        """Solve ``K̂ U = B``.
-
-        Parameters
-        ----------
-        system
-            The :class:`~pnsolve.iterative.KernelSystem`.
-        B
-            Right-hand sides, shape ``(n, k)``: column 0 the mean system, the others probes.
-        x0
-            Warm start, shape ``(n, k)`` (``None``: zeros).
-        max_epochs
-            Budget ``T ≥ b/n`` of the iterations, in epochs: at most ``⌊T·n/b⌋``
-            iterations (the warm-start residual and the true-residual checks are counted
-            but not capped, see the class notes). ``None``: until the tolerances,
-            ``max_iterations`` or, if that is ``None`` too,
-            :data:`~pnsolve.iterative.DEFAULT_MAX_EPOCHS`.
-        generator
-            Required ``torch.Generator`` drawing the batches (same generator state,
-            same result).
-
-        Returns
-        -------
-        solution : torch.Tensor
-            Approximate ``K̂⁻¹ B``, shape ``(n, k)``, in ``B``'s dtype and device.
-        info : KernelSolveInfo
-            Iterations, epochs (set-up separately), residual norms, stop reason.
-
-        Raises
-        ------
-        ValueError
-            Naming ``max_epochs`` if it allows no iteration (``max_epochs < b/n``);
-            naming ``learning_rate`` if the run diverges.
-        """
-        if generator is None:
-            raise TypeError("generator is required: pass a torch.Generator to draw the batches")
-        check_generator(generator)
-        system, B, x0, max_epochs = check_solve_args(system, B, x0, max_epochs)
-        with torch.no_grad():
-            return self._solve(system, B, x0, max_epochs, generator)
-
     def _solve(
-        self,
-        system: KernelSystem,
-        B: torch.Tensor,
-        x0: torch.Tensor | None,
-        max_epochs: float | None,
-        generator: torch.Generator,
+        self, problem: Normalised, track: Tracker, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, KernelSolveInfo]:
-        n, k = B.shape
-        b = min(self.batch_size, n)
-        problem = Normalised(B, x0)
-        tol_probes = self.tol if self.tol_probes is None else self.tol_probes
-        track = Tracker(
-            system,
-            k,
-            self.tol,
-            tol_probes,
-            max_epochs=max_epochs,
-            max_iterations=self.max_iterations,
-            iteration_epochs=Fraction(b, n),
-            what=f"SGD with batch size b = {b}",
-        )
+        assert generator is not None  # required (checked by solve)
+        system, n = track.system, track.system.n
+        b, _ = self._iteration_size(n)
         U, M = problem.U0.clone(), torch.zeros_like(problem.B)
-        with track.setup():
-            R = column_major(true_residual(system, problem, U) if problem.warm else problem.B)
-        norms, exact = column_norms(R), True
-        track.initial(norms)
+        R, norms = track.initial_residual(problem, U)
+        exact = True
         limit = DIVERGENCE_FACTOR * max(1.0, float(norms.max()))
         iteration = 0
         while True:
             if not exact and (track.met(norms) or not track.can_iterate(iteration)):
-                with track.setup():
-                    R = column_major(true_residual(system, problem, U))  # replaces the estimate
-                norms, exact = self._checked(column_norms(R), limit, iteration), True
+                R, norms = track.true_residual(problem, U)  # replaces the estimate
+                norms, exact = self._checked(norms, limit, iteration), True
             if track.met(norms) or not track.can_iterate(iteration):
                 break
             idx = torch.randperm(n, generator=generator, device=generator.device)[:b]
@@ -231,6 +150,10 @@ class StochasticGradientDescent:
             norms, exact = self._checked(column_norms(R), limit, iteration), False
             track.record(norms)
         return track.result(problem, U, iteration, norms)
+
+    def _iteration_size(self, n: int) -> tuple[int, str]:
+        b = min(self.batch_size, n)
+        return b, f"SGD with batch size b = {b}"
 
     def _checked(self, norms: torch.Tensor, limit: float, iteration: int) -> torch.Tensor:
         if not bool(torch.isfinite(norms).all()) or float(norms.max()) > limit:

@@ -222,10 +222,9 @@ class KernelSystem(LinearOperator):
 
         Parameters
         ----------
-        idx
-            Distinct column indices, integer tensor of shape ``(b,)``.
-        W
-            Shape ``(b, k)``.
+        idx, W
+            Distinct column indices, integer tensor of shape ``(b,)``, and the ``(b, k)``
+            block they multiply.
 
         Returns
         -------

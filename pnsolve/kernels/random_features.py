@@ -7,16 +7,10 @@ import math
 import torch
 from torch import nn
 
-from .._core.validation import check_finite, check_same_device, check_tensor
+from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
 from .base import StationaryKernel
 
 __all__ = ["RandomFourierFeatures"]
-
-
-def _require_generator(generator: object, name: str = "generator") -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"{name} must be a torch.Generator, got {type(generator).__name__}")
-    return generator
 
 
 class RandomFourierFeatures(nn.Module):
@@ -85,7 +79,7 @@ class RandomFourierFeatures(nn.Module):
             raise ValueError(
                 f"input_dim={input_dim} but the kernel has {kernel.ard_dims} ARD lengthscales"
             )
-        generator = _require_generator(generator)
+        generator = require_generator(generator)
         dtype = dtype or torch.get_default_dtype()
         device = torch.device(device) if device is not None else generator.device
         self.kernel = kernel
@@ -146,7 +140,7 @@ class RandomFourierFeatures(nn.Module):
         Keep them to evaluate the same prior function draws at new inputs with
         :meth:`evaluate`.
         """
-        generator = _require_generator(generator)
+        generator = require_generator(generator)
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
             raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
         return torch.randn(

@@ -1,7 +1,7 @@
 """The working set of the CG iterations and its safeguards.
 
-Breakdown checks (shared by ``pn.cg`` and ULISSE's truncated CG) and the residual
-replacement of ``pn.cg``.
+Breakdown checks (shared by ``pn.cg`` and ULISSE's truncated CG), the residual
+replacement of ``pn.cg`` and the direction update of its loop.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "ActiveColumns",
     "check_preconditioner",
     "curvature_failure",
+    "next_direction",
     "replace_residuals",
 ]
 
@@ -123,3 +124,22 @@ def replace_residuals(
     cols.stalls = torch.where(restart, torch.where(improved, 0, cols.stalls + 1), cols.stalls)
     cols.best = torch.where(restart, torch.minimum(cols.best, rn), cols.best)
     return restart, cols.stalls >= 3
+
+
+def next_direction(
+    cols: ActiveColumns,
+    M: LinearOperator | None,
+    restart: torch.Tensor,
+    it: int,
+    checked: torch.Tensor | None = None,
+) -> None:
+    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
+
+    ``rz > 0`` is checked on the columns ``checked`` (default all).
+    """
+    Z = cols.R if M is None else M.matmat(cols.R)
+    rz = torch.linalg.vecdot(cols.R, Z, dim=0)
+    check_preconditioner(M, rz if checked is None else rz[checked], it)
+    beta = torch.where(restart, 0.0, rz / cols.rz)
+    cols.P.mul_(beta).add_(Z)
+    cols.rz = rz

@@ -15,9 +15,8 @@ from torch import Tensor
 from .._core.stop_reason import StopReason
 from ..linops.base import LinearOperator
 from ..linops.checks import (
-    as_operand,
     as_preconditioner,
-    as_square_operator,
+    as_system,
     check_nonnegative,
     check_optional_count,
 )
@@ -26,6 +25,7 @@ from .breakdown import (
     ActiveColumns,
     check_preconditioner,
     curvature_failure,
+    next_direction,
     replace_residuals,
 )
 from .cg_info import CGInfo, ProductCount, squeezed, stop_reason_of
@@ -121,11 +121,7 @@ def cg(
 
     The computation runs under ``torch.no_grad()``; it is not differentiable.
     """
-    A = as_square_operator(A, "A")
-    b = as_operand(b, A, "b")
-    x0 = None if x0 is None else as_operand(x0, A, "x0")
-    if x0 is not None and x0.shape != b.shape:
-        raise ValueError(f"x0 must have the shape of b {tuple(b.shape)}, got {tuple(x0.shape)}")
+    A, b, x0 = as_system(A, b, x0)
     rtol = check_nonnegative(rtol, "rtol")
     atol = check_nonnegative(atol, "atol")
     maxiter = check_optional_count(maxiter, "maxiter", 10 * A.shape[0])
@@ -348,7 +344,7 @@ def _iterate(
         if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
             return reason
         if run.exact and cols.idx.numel():
-            _next_direction(cols, M, restart, run.it)
+            next_direction(cols, M, restart, run.it)
     return None
 
 
@@ -381,28 +377,9 @@ def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Ten
     run.history.append(run.history[-1].clone().index_copy_(0, cols.idx, rn))
     done = rn <= cols.tol
     if not run.exact:
-        _next_direction(cols, M, restart, run.it, checked=~done)
+        next_direction(cols, M, restart, run.it, checked=~done)
     stop = done | stuck if dead is None else done | stuck | dead
     if bool(stop.any()):
         run.freeze(cols, stop, done, stuck, dead)
         restart = restart[~stop]
     return restart
-
-
-def _next_direction(
-    cols: ActiveColumns,
-    M: LinearOperator | None,
-    restart: Tensor,
-    it: int,
-    checked: Tensor | None = None,
-) -> None:
-    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
-
-    ``rz > 0`` is checked on the columns ``checked`` (default all).
-    """
-    Z = cols.R if M is None else M.matmat(cols.R)
-    rz = torch.linalg.vecdot(cols.R, Z, dim=0)
-    check_preconditioner(M, rz if checked is None else rz[checked], it)
-    beta = torch.where(restart, 0.0, rz / cols.rz)
-    cols.P.mul_(beta).add_(Z)
-    cols.rz = rz

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import torch
 
+from .._core.validation import check_positive_int
 from ..linops.checks import as_operand, as_square_operator
 from .reorthogonalize import reorthogonalize
 
@@ -81,10 +82,7 @@ def lanczos(A: object, v: object, k: int, *, reorth: str = "full") -> LanczosRes
     """
     A = as_square_operator(A, "A")
     v = as_operand(v, A, "v", allow_matrix=False)
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    check_positive_int(k, "k", type_name=True)
     if reorth not in _REORTH:
         raise ValueError(f"reorth must be one of {_REORTH}, got {reorth!r}")
     n = A.shape[0]

@@ -21,6 +21,7 @@ __all__ = [
     "as_operand",
     "as_preconditioner",
     "as_square_operator",
+    "as_system",
     "check_nonnegative",
     "check_optional_count",
 ]
@@ -78,6 +79,21 @@ def as_operand(
     check_same_device(x, op.device, name, "the operator")
     check_finite(x, name)
     return x
+
+
+def as_system(
+    A: object, b: object, x0: object, *, allow_matrix: bool = True
+) -> tuple[LinearOperator, torch.Tensor, torch.Tensor | None]:
+    """``(A, b, x0)`` of ``A x = b`` checked by :func:`as_square_operator` and :func:`as_operand`.
+
+    ``x0`` is ``None`` or must have ``b``'s shape.
+    """
+    A = as_square_operator(A, "A")
+    b = as_operand(b, A, "b", allow_matrix=allow_matrix)
+    x0 = None if x0 is None else as_operand(x0, A, "x0", allow_matrix=allow_matrix)
+    if x0 is not None and x0.shape != b.shape:
+        raise ValueError(f"x0 must have the shape of b {tuple(b.shape)}, got {tuple(x0.shape)}")
+    return A, b, x0
 
 
 def as_preconditioner(M: object, A: LinearOperator) -> LinearOperator | None:

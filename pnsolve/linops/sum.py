@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeGuard
 
 import torch
@@ -41,27 +42,22 @@ class Sum(LinearOperator):
         self.ops: tuple[LinearOperator, ...] = tuple(flat)
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        out = self.ops[0]._matmat(X)
-        for op in self.ops[1:]:
-            out = out + op._matmat(X)
-        return out
+        return self._sum(lambda op: op._matmat(X))
 
     def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
-        out = self.ops[0]._rmatmat(X)
-        for op in self.ops[1:]:
-            out = out + op._rmatmat(X)
-        return out
+        return self._sum(lambda op: op._rmatmat(X))
 
     def _diagonal(self) -> torch.Tensor:
-        out = self.ops[0]._diagonal()
-        for op in self.ops[1:]:
-            out = out + op._diagonal()
-        return out
+        return self._sum(lambda op: op._diagonal())
 
     def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
-        out = self.ops[0]._row_block(rows)
+        return self._sum(lambda op: op._row_block(rows))
+
+    def _sum(self, term: Callable[[LinearOperator], torch.Tensor]) -> torch.Tensor:
+        """``term(A_1) + term(A_2) + …``, summed left to right."""
+        out = term(self.ops[0])
         for op in self.ops[1:]:
-            out = out + op._row_block(rows)
+            out = out + term(op)
         return out
 
 

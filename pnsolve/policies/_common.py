@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
 import torch
 
-__all__ = ["check_block_size", "draw_device", "require_generator", "zero_action"]
+from .._core.validation import require_generator as _require_generator
+
+if TYPE_CHECKING:
+    from ..solvers.state import SolverState
+
+__all__ = ["check_block_size", "draw_device", "own_memory", "require_generator", "zero_action"]
+
+_Memory = TypeVar("_Memory")
 
 
 def check_block_size(block_size: object, name: str = "block_size") -> int:
@@ -29,9 +38,7 @@ def require_generator(generator: object, policy: object) -> torch.Generator:
             f"{policy!r} draws random actions and needs a generator: pass "
             "generator=torch.Generator().manual_seed(...) to solve(...) / iterate(...)"
         )
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    return generator
+    return _require_generator(generator)
 
 
 def draw_device(generator: torch.Generator) -> torch.device:
@@ -45,3 +52,14 @@ def zero_action(like: torch.Tensor) -> torch.Tensor:
     Policies return it once they have nothing new to observe.
     """
     return like.new_zeros(like.shape[0], 1)
+
+
+def own_memory(policy: object, state: SolverState, kind: type[_Memory]) -> _Memory:
+    """``state.policy_memory``, which must be the policy's own memory, of type ``kind``."""
+    memory = state.policy_memory
+    if not isinstance(memory, kind):
+        raise TypeError(
+            f"{policy!r} expects its {kind.__name__} in state.policy_memory, got "
+            f"{type(memory).__name__}"
+        )
+    return memory

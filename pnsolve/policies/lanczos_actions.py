@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..linops.base import LinearOperator
-from ._common import zero_action
+from ._common import own_memory, zero_action
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -64,12 +64,7 @@ class Lanczos(Policy):
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, LanczosMemory]:
         """Return ``(q, memory)`` with the unit action ``q`` of shape ``(n,)``."""
-        memory = state.policy_memory
-        if not isinstance(memory, LanczosMemory):
-            raise TypeError(
-                f"{self!r} expects its LanczosMemory in state.policy_memory, got "
-                f"{type(memory).__name__}"
-            )
+        memory = own_memory(self, state, LanczosMemory)
         Q = memory.basis
         obs = state.observation
         own = state.iteration == memory.acted_at + 1

@@ -9,7 +9,7 @@ import torch
 
 from .._core.validation import check_finite, check_same_device, check_same_dtype, check_tensor
 from ..linops.base import LinearOperator
-from ._common import check_block_size, zero_action
+from ._common import check_block_size, own_memory, zero_action
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -94,12 +94,7 @@ class PseudoInput(Policy):
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, PseudoInputMemory]:
         """Return ``(k(X, Z_block), memory)``, the actions of shape ``(n, k)``."""
-        memory = state.policy_memory
-        if not isinstance(memory, PseudoInputMemory):
-            raise TypeError(
-                f"{self!r} expects its PseudoInputMemory in state.policy_memory, got "
-                f"{type(memory).__name__}"
-            )
+        memory = own_memory(self, state, PseudoInputMemory)
         j = memory.position
         if j >= self.Z.shape[0]:
             return zero_action(state.residual), memory

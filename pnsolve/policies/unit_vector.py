@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..linops.base import LinearOperator
-from ._common import check_block_size, draw_device, require_generator, zero_action
+from ._common import check_block_size, draw_device, own_memory, require_generator, zero_action
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -87,12 +87,7 @@ class UnitVector(Policy):
         self, state: SolverState, generator: torch.Generator | None
     ) -> tuple[torch.Tensor, UnitVectorMemory]:
         """Return ``(E, memory)`` with ``E`` of shape ``(n, k)``, ``k ≤ block_size``."""
-        memory = state.policy_memory
-        if not isinstance(memory, UnitVectorMemory):
-            raise TypeError(
-                f"{self!r} expects its UnitVectorMemory in state.policy_memory, got "
-                f"{type(memory).__name__}"
-            )
+        memory = own_memory(self, state, UnitVectorMemory)
         r = state.residual
         n, used = r.shape[0], memory.chosen.shape[0]
         k = min(self.block_size, n - used)

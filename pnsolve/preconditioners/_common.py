@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from .._core.validation import check_finite
 from ..linops.base import LinearOperator
 from ..linops.conversion import as_linop
 
-__all__ = ["as_spd_operator", "check_rank"]
+__all__ = ["as_spd_operator", "check_rank", "positive_diagonal"]
 
 
 def as_spd_operator(A: object, name: str = "A") -> LinearOperator:
@@ -30,3 +32,14 @@ def check_rank(rank: object, n: int, name: str = "rank") -> int:
     if rank < 1:
         raise ValueError(f"{name} must be at least 1, got {rank}")
     return min(int(rank), n)
+
+
+def positive_diagonal(A: LinearOperator, why: str) -> torch.Tensor:
+    """``diag(A)``, detached, required finite and positive (``why`` ends the error)."""
+    d = check_finite(A.diagonal().detach(), "the diagonal of A")
+    if not bool((d > 0).all()):
+        i = int((d <= 0).nonzero()[0, 0])
+        raise ValueError(
+            f"A has a non-positive diagonal entry A[{i}, {i}] = {float(d[i]):.3e}; {why}"
+        )
+    return d

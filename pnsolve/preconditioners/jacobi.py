@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from .._core.validation import check_finite
 from ..linops.base import LinearOperator
-from ._common import as_spd_operator
+from ..linops.diagonal import Diagonal
+from ._common import as_spd_operator, positive_diagonal
 
 __all__ = ["Jacobi"]
 
@@ -37,27 +37,19 @@ class Jacobi(LinearOperator):
 
     def __init__(self, A: object) -> None:
         A = as_spd_operator(A)
-        d = check_finite(A.diagonal().detach(), "the diagonal of A")
-        if not bool((d > 0).all()):
-            i = int((d <= 0).nonzero()[0, 0])
-            raise ValueError(
-                f"A has a non-positive diagonal entry A[{i}, {i}] = {float(d[i]):.3e}; "
-                "the Jacobi preconditioner needs a positive diagonal"
-            )
+        d = positive_diagonal(A, "the Jacobi preconditioner needs a positive diagonal")
         super().__init__(A.shape, A.dtype, A.device, is_symmetric=True, is_psd=True)
         self.diag = d
-        self._inv = 1.0 / d
+        self._inverse = Diagonal(1.0 / d)  # P⁻¹
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        return self._inv.unsqueeze(-1) * X
+        return self._inverse._matmat(X)
 
     def _diagonal(self) -> torch.Tensor:
-        return self._inv
+        return self._inverse._diagonal()
 
     def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(rows.numel(), self.shape[1], dtype=self.dtype, device=self.device)
-        out[torch.arange(rows.numel(), device=self.device), rows] = self._inv[rows]
-        return out
+        return self._inverse._row_block(rows)
 
     def logdet(self) -> torch.Tensor:
         """``log det P = Σ log A_ii`` (0-d tensor)."""

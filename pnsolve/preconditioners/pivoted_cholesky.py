@@ -5,9 +5,8 @@ from __future__ import annotations
 import torch
 
 from .._core.errors import MissingStructureError
-from .._core.validation import check_finite
 from ..linops.base import LinearOperator
-from ._common import as_spd_operator, check_rank
+from ._common import as_spd_operator, check_rank, positive_diagonal
 
 __all__ = ["PivotedCholesky"]
 
@@ -82,13 +81,7 @@ class PivotedCholesky(LinearOperator):
             raise ValueError(f"shift must be positive (or None), got {shift}")
         super().__init__(A.shape, A.dtype, A.device, is_symmetric=True, is_psd=True)
         with torch.no_grad():
-            diag = check_finite(A.diagonal().detach(), "the diagonal of A")
-            if not bool((diag > 0).all()):
-                i = int((diag <= 0).nonzero()[0, 0])
-                raise ValueError(
-                    f"A has a non-positive diagonal entry A[{i}, {i}] = {float(diag[i]):.3e}; "
-                    "an SPD operator has a positive diagonal"
-                )
+            diag = positive_diagonal(A, "an SPD operator has a positive diagonal")
             self.L, self.pivots, self.residual_trace, self.residual_diagonal = _factor(
                 A, diag, rank, tol
             )

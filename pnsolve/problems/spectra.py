@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .._core.validation import check_positive_int
+
 __all__ = [
     "SPECTRA",
     "clustered_spectrum",
@@ -25,11 +27,7 @@ __all__ = [
 
 def check_size(n: object, name: str = "n") -> int:
     """Require an int ``n ≥ 1``; the error names the argument."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{name} must be an int, got {n!r}")
-    if n < 1:
-        raise ValueError(f"{name} must be at least 1, got {n}")
-    return n
+    return check_positive_int(n, name)
 
 
 def _check_scale(scale: float) -> float:

@@ -160,14 +160,9 @@ def exponential_decay(
     """
     lam = exponential_spectrum(n, cond=cond, rate=rate, scale=scale)
     label = f"rate={rate:g}" if rate is not None else f"cond={1e3 if cond is None else cond:g}"
+    name = f"exponential(n={n}, {label})"
     return spd_from_spectrum(
-        lam,
-        generator=generator,
-        name=f"exponential(n={n}, {label})",
-        rhs=rhs,
-        num_rhs=num_rhs,
-        dtype=dtype,
-        device=device,
+        lam, generator=generator, name=name, rhs=rhs, num_rhs=num_rhs, dtype=dtype, device=device
     )
 
 
@@ -188,14 +183,9 @@ def polynomial_decay(
     :func:`~pnsolve.problems.spectra.polynomial_spectrum`.
     """
     lam = polynomial_spectrum(n, power=power, scale=scale)
+    name = f"polynomial(n={n}, power={power:g})"
     return spd_from_spectrum(
-        lam,
-        generator=generator,
-        name=f"polynomial(n={n}, power={power:g})",
-        rhs=rhs,
-        num_rhs=num_rhs,
-        dtype=dtype,
-        device=device,
+        lam, generator=generator, name=name, rhs=rhs, num_rhs=num_rhs, dtype=dtype, device=device
     )
 
 
@@ -219,14 +209,9 @@ def clustered(
     """
     lam = clustered_spectrum(n, clusters=clusters, spread=spread, scale=scale)
     k = clusters if isinstance(clusters, int) else len(clusters)
+    name = f"clustered(n={n}, clusters={k}, spread={spread:g})"
     return spd_from_spectrum(
-        lam,
-        generator=generator,
-        name=f"clustered(n={n}, clusters={k}, spread={spread:g})",
-        rhs=rhs,
-        num_rhs=num_rhs,
-        dtype=dtype,
-        device=device,
+        lam, generator=generator, name=name, rhs=rhs, num_rhs=num_rhs, dtype=dtype, device=device
     )
 
 
@@ -248,14 +233,9 @@ def rank_deficient_plus_jitter(
     """
     lam = rank_deficient_spectrum(n, rank=rank, jitter=jitter, scale=scale)
     r = n // 2 if rank is None else rank
+    name = f"rank_deficient(n={n}, rank={r}, jitter={jitter:g})"
     return spd_from_spectrum(
-        lam,
-        generator=generator,
-        name=f"rank_deficient(n={n}, rank={r}, jitter={jitter:g})",
-        rhs=rhs,
-        num_rhs=num_rhs,
-        dtype=dtype,
-        device=device,
+        lam, generator=generator, name=name, rhs=rhs, num_rhs=num_rhs, dtype=dtype, device=device
     )
 
 

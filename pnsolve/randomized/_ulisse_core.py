@@ -70,115 +70,183 @@ def ulisse_trace(
     Every step first draws the roulette for the estimates past the threshold, then
     takes one product with ``A`` on the columns that still have a live estimate.
     """
-    n, k = B.shape
-    E, dev, dt = n_estimates, B.device, B.dtype
-    products = matvecs = 0
-    bnorm = torch.linalg.vector_norm(B, dim=0)
-    zero_rhs = bnorm == 0
-    X = torch.zeros_like(B) if X0 is None else X0.clone()
-    X[:, zero_rhs] = 0
-    if X0 is not None:
-        R = B - A.matmat(X)
-        products, matvecs = 1, k
-    else:
-        R = B.clone()
-    rn = torch.linalg.vector_norm(R, dim=0)
-    conv_tol = CONVERGED_FACTOR * torch.finfo(dt).eps * bnorm
-    done = (rn <= conv_tol) | zero_rhs  # columns whose CG has converged
-    broken = torch.zeros_like(done)
-    started = rn <= alpha  # columns in the roulette phase
-    threshold_iters = torch.zeros(k, dtype=torch.long, device=dev)
-    alive = (~done).expand(E, k).clone()  # estimates still accumulating increments
-    by_roulette = torch.zeros_like(alive)
-    est_converged = done.expand(E, k).clone()
-    J = torch.zeros(E, k, dtype=torch.long, device=dev)  # roulette steps taken
-    W = torch.ones(E, k, dtype=torch.float64, device=dev)  # current weight ∏ w_r
-    Xt = X.expand(E, n, k).clone()
-    U = torch.zeros(E, n, k, dtype=dt, device=dev)  # Σ (W_j − 1) δ_j, for the variance
-    V = torch.zeros(E, k, dtype=dt, device=dev)
-    Z = R if M is None else M.matmat(R)
-    rz = torch.linalg.vecdot(R, Z, dim=0)
-    P = Z.clone()
-    history = [rn.clone()]
-    dirs: list[torch.Tensor] = []
-    adirs: list[torch.Tensor] = []
-    it = 0
+    run = _Run.start(A, B, X0, alpha, beta, M, n_estimates, keep_directions)
     while True:
-        # Russian roulette: past the threshold, step r is taken with probability 1/w_r.
-        u = torch.rand((E, k), generator=generator, dtype=torch.float64, device=generator.device)
-        r = (J + 1).to(torch.float64)
-        playing = alive & started
-        go = playing & ((1.0 - u.to(dev)) < torch.exp(-beta * r))
-        by_roulette |= playing & ~go
-        alive &= ~(playing & ~go)
-        J += go.long()
-        W = torch.where(go, W * torch.exp(beta * r), W)
-        running = alive.any(0)
-        if not bool(running.any()) or it >= maxiter:
+        running = run.roulette(generator)
+        if not bool(running.any()) or run.it >= maxiter:
             break
-        idx = running.nonzero().squeeze(1)
-        Pa = P[:, idx]
-        APa = A.matmat(Pa)
-        products, matvecs = products + 1, matvecs + idx.numel()
+        run.step(running.nonzero().squeeze(1))
+    return run.trace()
+
+
+@dataclass
+class _Run:
+    """The state of one ULISSE run on ``k`` columns with ``E`` estimates (updated in place)."""
+
+    A: LinearOperator
+    M: LinearOperator | None
+    alpha: float
+    beta: float
+    keep_directions: bool
+    X: torch.Tensor  # (n, k) the plain CG iterate
+    R: torch.Tensor  # (n, k) the recursive residual
+    P: torch.Tensor  # (n, k) search directions
+    rz: torch.Tensor  # (k,) rᵀ M r
+    rn: torch.Tensor  # (k,) residual norms
+    conv_tol: torch.Tensor  # (k,)
+    zero_rhs: torch.Tensor  # (k,) bool
+    done: torch.Tensor  # (k,) bool: columns whose CG has converged
+    broken: torch.Tensor  # (k,) bool
+    started: torch.Tensor  # (k,) bool: columns in the roulette phase
+    threshold_iters: torch.Tensor  # (k,) long
+    alive: torch.Tensor  # (E, k) bool: estimates still accumulating increments
+    by_roulette: torch.Tensor  # (E, k) bool
+    est_converged: torch.Tensor  # (E, k) bool
+    J: torch.Tensor  # (E, k) long: roulette steps taken
+    W: torch.Tensor  # (E, k) float64: current weight ∏ w_r
+    Xt: torch.Tensor  # (E, n, k) the estimates
+    U: torch.Tensor  # (E, n, k) Σ (W_j − 1) δ_j, for the variance
+    V: torch.Tensor  # (E, k) variance estimates
+    history: list[torch.Tensor]
+    dirs: list[torch.Tensor]
+    adirs: list[torch.Tensor]
+    products: int
+    matvecs: int
+    it: int = 0
+
+    @classmethod
+    def start(
+        cls,
+        A: LinearOperator,
+        B: torch.Tensor,
+        X0: torch.Tensor | None,
+        alpha: float,
+        beta: float,
+        M: LinearOperator | None,
+        n_estimates: int,
+        keep_directions: bool,
+    ) -> _Run:
+        """The state before the first step (one product when ``X0`` is given)."""
+        n, k = B.shape
+        E, dev, dt = n_estimates, B.device, B.dtype
+        products = matvecs = 0
+        bnorm = torch.linalg.vector_norm(B, dim=0)
+        zero_rhs = bnorm == 0
+        X = torch.zeros_like(B) if X0 is None else X0.clone()
+        X[:, zero_rhs] = 0
+        if X0 is not None:
+            R = B - A.matmat(X)
+            products, matvecs = 1, k
+        else:
+            R = B.clone()
+        rn = torch.linalg.vector_norm(R, dim=0)
+        conv_tol = CONVERGED_FACTOR * torch.finfo(dt).eps * bnorm
+        done = (rn <= conv_tol) | zero_rhs
+        alive = (~done).expand(E, k).clone()
+        Z = R if M is None else M.matmat(R)
+        return cls(
+            A, M, alpha, beta, keep_directions, X, R, P=Z.clone(),
+            rz=torch.linalg.vecdot(R, Z, dim=0), rn=rn, conv_tol=conv_tol, zero_rhs=zero_rhs,
+            done=done, broken=torch.zeros_like(done), started=rn <= alpha,
+            threshold_iters=torch.zeros(k, dtype=torch.long, device=dev),
+            alive=alive, by_roulette=torch.zeros_like(alive),
+            est_converged=done.expand(E, k).clone(),
+            J=torch.zeros(E, k, dtype=torch.long, device=dev),
+            W=torch.ones(E, k, dtype=torch.float64, device=dev),
+            Xt=X.expand(E, n, k).clone(), U=torch.zeros(E, n, k, dtype=dt, device=dev),
+            V=torch.zeros(E, k, dtype=dt, device=dev), history=[rn.clone()], dirs=[], adirs=[],
+            products=products, matvecs=matvecs,
+        )  # fmt: skip
+
+    def roulette(self, generator: torch.Generator) -> torch.Tensor:
+        """Draw the roulette; return the columns that still have a live estimate, ``(k,)``.
+
+        Past the threshold, step ``r`` is taken with probability ``1/w_r``.
+        """
+        E, k = self.alive.shape
+        u = torch.rand((E, k), generator=generator, dtype=torch.float64, device=generator.device)
+        r = (self.J + 1).to(torch.float64)
+        playing = self.alive & self.started
+        go = playing & ((1.0 - u.to(self.J.device)) < torch.exp(-self.beta * r))
+        self.by_roulette |= playing & ~go
+        self.alive &= ~(playing & ~go)
+        self.J += go.long()
+        self.W = torch.where(go, self.W * torch.exp(self.beta * r), self.W)
+        return self.alive.any(0)
+
+    def step(self, idx: torch.Tensor) -> None:
+        """One CG step on the columns ``idx`` (one product with ``A``)."""
+        Pa = self.P[:, idx]
+        APa = self.A.matmat(Pa)
+        self.products, self.matvecs = self.products + 1, self.matvecs + idx.numel()
         pAp = torch.linalg.vecdot(Pa, APa, dim=0)
         healthy = bool(((pAp > 0) & torch.isfinite(pAp)).all())
-        dead = None if healthy else curvature_failure(pAp, Pa, APa, it, idx)
-        step = rz[idx] / pAp if dead is None else torch.where(dead, 0.0, rz[idx] / pAp)
+        dead = None if healthy else curvature_failure(pAp, Pa, APa, self.it, idx)
+        rz = self.rz[idx]
+        step = rz / pAp if dead is None else torch.where(dead, 0.0, rz / pAp)
         delta = Pa * step  # the CG increment α_i p_i
-        X[:, idx] += delta
-        R[:, idx] -= APa * step
-        Wa = torch.where(alive[:, idx], W[:, idx], 0.0).to(dt)  # (E, ka)
-        Xt[:, :, idx] += Wa[:, None, :] * delta
-        _update_variance(U, V, idx, Wa, alive[:, idx], delta)
-        if keep_directions:
-            dirs.append(_scatter(Pa, idx, k))
-            adirs.append(_scatter(APa, idx, k))
-        it += 1
-        threshold_iters[idx] += (~started[idx]).long()
-        rn_a = torch.linalg.vector_norm(R[:, idx], dim=0)
-        rn = rn.index_copy(0, idx, rn_a)
-        history.append(rn)
-        started[idx] |= rn_a <= alpha
-        fin = rn_a <= conv_tol[idx] if dead is None else (rn_a <= conv_tol[idx]) | dead
+        self.X[:, idx] += delta
+        self.R[:, idx] -= APa * step
+        alive = self.alive[:, idx]
+        Wa = torch.where(alive, self.W[:, idx], 0.0).to(self.X.dtype)  # (E, ka)
+        self.Xt[:, :, idx] += Wa[:, None, :] * delta
+        _update_variance(self.U, self.V, idx, Wa, alive, delta)
+        if self.keep_directions:
+            k = self.X.shape[1]
+            self.dirs.append(_scatter(Pa, idx, k))
+            self.adirs.append(_scatter(APa, idx, k))
+        self.it += 1
+        self.threshold_iters[idx] += (~self.started[idx]).long()
+        rn_a = torch.linalg.vector_norm(self.R[:, idx], dim=0)
+        self.rn = self.rn.index_copy(0, idx, rn_a)
+        self.history.append(self.rn)
+        self.started[idx] |= rn_a <= self.alpha
+        fin = rn_a <= self.conv_tol[idx] if dead is None else (rn_a <= self.conv_tol[idx]) | dead
         if dead is not None:
-            broken[idx[dead]] = True
+            self.broken[idx[dead]] = True
         if bool(fin.any()):
             f = idx[fin]
-            done[f] = True
-            est_converged[:, f] |= alive[:, f]
-            alive[:, f] = False
-        cont = idx[~fin]
-        if cont.numel():
-            Rc = R[:, cont]
-            Zc = Rc if M is None else M.matmat(Rc)
-            rz_new = torch.linalg.vecdot(Rc, Zc, dim=0)
-            check_preconditioner(M, rz_new, it)
-            P[:, cont] = Zc + P[:, cont] * (rz_new / rz[cont])
-            rz[cont] = rz_new
+            self.done[f] = True
+            self.est_converged[:, f] |= self.alive[:, f]
+            self.alive[:, f] = False
+        self._next_directions(idx[~fin])
 
-    jmax = int(J.max()) if J.numel() else 0
-    j = torch.arange(1, jmax + 1, dtype=torch.float64, device=dev)
-    info = UlisseInfo(
-        iterations=it,
-        products=products,
-        matvecs=matvecs,
-        threshold_iterations=threshold_iters,
-        roulette_steps=J,
-        weights=torch.exp(beta * j * (j + 1) / 2),
-        by_roulette=by_roulette,
-        converged=est_converged,
-        residual_norms=torch.stack(history),
-        variance_estimates=V,
-        stop_reason=_stop_reason(zero_rhs, alive, broken, by_roulette),
-    )
-    return UlisseTrace(
-        estimates=Xt,
-        iterate=X,
-        residual=R,
-        directions=torch.stack(dirs) if keep_directions else None,
-        operator_directions=torch.stack(adirs) if keep_directions else None,
-        info=info,
-    )
+    def _next_directions(self, cont: torch.Tensor) -> None:
+        """``p ← M r + β p`` on the columns ``cont`` that go on."""
+        if cont.numel():
+            Rc = self.R[:, cont]
+            Zc = Rc if self.M is None else self.M.matmat(Rc)
+            rz_new = torch.linalg.vecdot(Rc, Zc, dim=0)
+            check_preconditioner(self.M, rz_new, self.it)
+            self.P[:, cont] = Zc + self.P[:, cont] * (rz_new / self.rz[cont])
+            self.rz[cont] = rz_new
+
+    def trace(self) -> UlisseTrace:
+        """The run's result."""
+        jmax = int(self.J.max()) if self.J.numel() else 0
+        j = torch.arange(1, jmax + 1, dtype=torch.float64, device=self.J.device)
+        info = UlisseInfo(
+            iterations=self.it,
+            products=self.products,
+            matvecs=self.matvecs,
+            threshold_iterations=self.threshold_iters,
+            roulette_steps=self.J,
+            weights=torch.exp(self.beta * j * (j + 1) / 2),
+            by_roulette=self.by_roulette,
+            converged=self.est_converged,
+            residual_norms=torch.stack(self.history),
+            variance_estimates=self.V,
+            stop_reason=_stop_reason(self.zero_rhs, self.alive, self.broken, self.by_roulette),
+        )
+        keep = self.keep_directions
+        return UlisseTrace(
+            estimates=self.Xt,
+            iterate=self.X,
+            residual=self.R,
+            directions=torch.stack(self.dirs) if keep else None,
+            operator_directions=torch.stack(self.adirs) if keep else None,
+            info=info,
+        )
 
 
 def _update_variance(

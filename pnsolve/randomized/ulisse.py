@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import torch
 
+from .._core.validation import require_generator
 from ..linops.base import LinearOperator
 from ..linops.checks import (
-    as_operand,
     as_preconditioner,
-    as_square_operator,
+    as_system,
     check_nonnegative,
     check_optional_count,
 )
@@ -164,13 +164,8 @@ def validate_ulisse_arguments(
     LinearOperator, torch.Tensor, torch.Tensor | None, float, float, int, LinearOperator | None
 ]:
     """Check and convert ULISSE's arguments; every error names its argument."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    A = as_square_operator(A, "A")
-    b = as_operand(b, A, "b")
-    x0 = None if x0 is None else as_operand(x0, A, "x0")
-    if x0 is not None and x0.shape != b.shape:
-        raise ValueError(f"x0 must have the shape of b {tuple(b.shape)}, got {tuple(x0.shape)}")
+    require_generator(generator)
+    A, b, x0 = as_system(A, b, x0)
     alpha = check_nonnegative(alpha, "alpha")
     beta = check_nonnegative(beta, "beta")
     if beta == 0:

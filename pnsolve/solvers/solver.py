@@ -12,7 +12,7 @@ from .._core.validation import check_finite, check_generator
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import Prior, as_prior
 from ..linops.base import LinearOperator
-from ..linops.checks import as_operand, as_square_operator
+from ..linops.checks import as_system
 from ..linops.conversion import as_linop
 from ..policies.base import Policy
 from ..stopping.base import StoppingCriterion
@@ -168,10 +168,7 @@ class ProbabilisticLinearSolver:
         self, A: object, b: object, x0: object, generator: object
     ) -> tuple[LinearOperator, torch.Tensor, torch.Tensor | None]:
         check_generator(generator)
-        A = as_square_operator(A, "A")
-        b = as_operand(b, A, "b", allow_matrix=False)
-        x0 = None if x0 is None else as_operand(x0, A, "x0", allow_matrix=False)
-        return A, b, x0
+        return as_system(A, b, x0, allow_matrix=False)
 
     def _prior_state(self, run, A, b, x0, generator) -> SolverState:
         products = 0

@@ -48,6 +48,13 @@ def tile_shape(
     return tr, tc
 
 
+def _augmented(
+    kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``A`` of ``X1`` and ``B`` of ``X2`` (``X1`` if ``None``): ``A Bᵀ = c · r²``."""
+    return _augment(kernel, X1, left=True), _augment(kernel, X1 if X2 is None else X2, left=False)
+
+
 def _augment(kernel: StationaryKernel, X: torch.Tensor, left: bool) -> torch.Tensor:
     Z = kernel.scale_inputs(X)
     sq = (Z * Z).sum(-1, keepdim=True)
@@ -92,8 +99,7 @@ def tiled_matmat(
         Shape ``(n1, k)``.
     """
     sym = X2 is None
-    A = _augment(kernel, X1, left=True)
-    B = _augment(kernel, X1 if X2 is None else X2, left=False)
+    A, B = _augmented(kernel, X1, X2)
     n1, n2 = A.shape[0], B.shape[0]
     tr, tc = tile
     out = torch.zeros(n1, V.shape[1], dtype=V.dtype, device=V.device)
@@ -154,11 +160,10 @@ def dense_block(
     Returns
     -------
     torch.Tensor
-        Shape ``(n1, n2)``.
+        ``K(X1, X2)``, shape ``(n1, n2)``.
     """
     sym = X2 is None
-    A = _augment(kernel, X1, left=True)
-    B = _augment(kernel, X1 if X2 is None else X2, left=False)
+    A, B = _augmented(kernel, X1, X2)
     n1, n2 = A.shape[0], B.shape[0]
     out = torch.empty(n1, n2, dtype=X1.dtype, device=X1.device)
     rows = max(1, min(n1, DENSE_ROW_CHUNK))
