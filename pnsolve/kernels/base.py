@@ -43,8 +43,8 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     ``k(x, x') = outputscale · κ(r²)`` with ``r² = Σ_j (x_j − x'_j)² / ℓ_j²``. Subclasses
     implement the *profile* ``κ`` three ways: :meth:`profile` (differentiable torch),
     :meth:`profile_` (in place on a tile buffer, no autograd) and :meth:`keops_profile`
-    (a pykeops ``LazyTensor`` formula), plus :meth:`sample_spectral_base` for random
-    Fourier features.
+    (a pykeops ``LazyTensor`` formula), plus ``_spectral_draws`` (behind
+    :meth:`sample_spectral_base`) for random Fourier features.
 
     Parameters
     ----------
@@ -154,7 +154,6 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     def keops_profile(self, d2: Any) -> Any:
         """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances."""
 
-    @abc.abstractmethod
     def sample_spectral_base(
         self,
         num_features: int,
@@ -167,7 +166,16 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         """Frozen base frequencies ``ε`` of shape ``(num_features, input_dim)``.
 
         The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
+        Draws from the kernel's spectral density for unit lengthscale, through
+        :meth:`_spectral_draws` (what a subclass implements).
         """
+        return self._spectral_draws((num_features, input_dim), generator, dtype, device)
+
+    @abc.abstractmethod
+    def _spectral_draws(
+        self, shape: tuple[int, int], generator: torch.Generator, dtype: torch.dtype, device
+    ) -> torch.Tensor:
+        """Draws of shape ``shape`` from the spectral density for unit lengthscale."""
 
     # ----------------------------------------------------------------- public
     def check_inputs(

@@ -26,12 +26,9 @@ class Matern(StationaryKernel):
     ----------
     nu
         Smoothness, one of ``0.5, 1.5, 2.5``.
-    lengthscale
-        Positive float, or a tensor of shape ``(d,)`` for ARD.
-    outputscale
-        Positive float.
-    ard_dims
-        Broadcast a scalar ``lengthscale`` to ``ard_dims`` dimensions.
+    lengthscale, outputscale, ard_dims
+        As for :class:`~pnsolve.kernels.StationaryKernel` (a float or a ``(d,)`` tensor for
+        ARD; a float; broadcast a scalar lengthscale to ``ard_dims`` dimensions).
 
     Raises
     ------
@@ -99,21 +96,13 @@ class Matern(StationaryKernel):
             return (1.0 + t) * (-t).exp()
         return (1.0 + t + (5.0 / 3.0) * d2) * (-t).exp()
 
-    def sample_spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """Student-t base frequencies with ``2ν`` degrees of freedom (Matérn spectral density)."""
+    def _spectral_draws(self, shape, generator, dtype, device) -> torch.Tensor:
+        """Student-t draws with ``2ν`` degrees of freedom (the Matérn spectral density)."""
         # ω = z · sqrt(2ν / u),  z ~ N(0, I),  u ~ χ²(2ν)  (2ν ∈ {1, 3, 5} is an integer,
         # so u is a sum of 2ν squared standard normals)
         df = round(2 * self.nu)
-        z = torch.randn(num_features, input_dim, generator=generator, dtype=dtype, device=device)
-        g = torch.randn(num_features, df, generator=generator, dtype=dtype, device=device)
+        z = torch.randn(shape, generator=generator, dtype=dtype, device=device)
+        g = torch.randn(shape[0], df, generator=generator, dtype=dtype, device=device)
         u = (g * g).sum(-1, keepdim=True)
         return z * torch.sqrt(df / u)
 

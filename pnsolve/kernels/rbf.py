@@ -16,12 +16,9 @@ class RBF(StationaryKernel):
 
     Parameters
     ----------
-    lengthscale
-        Positive float, or a tensor of shape ``(d,)`` for ARD.
-    outputscale
-        Positive float.
-    ard_dims
-        Broadcast a scalar ``lengthscale`` to ``ard_dims`` dimensions.
+    lengthscale, outputscale, ard_dims
+        As for :class:`~pnsolve.kernels.StationaryKernel` (a float or a ``(d,)`` tensor for
+        ARD; a float; broadcast a scalar lengthscale to ``ard_dims`` dimensions).
 
     Notes
     -----
@@ -50,14 +47,6 @@ class RBF(StationaryKernel):
         """The RBF profile as a pykeops formula."""
         return (-0.5 * d2).exp()
 
-    def sample_spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """Standard normal base frequencies (Gaussian spectral density)."""
-        return torch.randn(num_features, input_dim, generator=generator, dtype=dtype, device=device)
+    def _spectral_draws(self, shape, generator, dtype, device) -> torch.Tensor:
+        """Standard normal draws (the Gaussian spectral density)."""
+        return torch.randn(shape, generator=generator, dtype=dtype, device=device)

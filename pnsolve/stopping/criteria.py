@@ -37,18 +37,40 @@ def _nonneg(value: object, name: str) -> float:
     return float(value)
 
 
-class MaxIterations(StoppingCriterion):
-    """Stop after ``maxiter`` iterations (``StopReason.MAX_ITERATIONS``)."""
+class _CountLimit(StoppingCriterion):
+    """Stop once a counter of the state reaches a limit (the subclass names both)."""
 
-    def __init__(self, maxiter: int) -> None:
-        self.maxiter = _count(maxiter, "maxiter")
+    #: name of the constructor argument and attribute holding the limit
+    _limit_name: str
+    #: the stop reason reported
+    _reason: StopReason
+
+    def __init__(self, limit: int) -> None:
+        setattr(self, self._limit_name, _count(limit, self._limit_name))
+
+    def _counter(self, state: SolverState) -> int:
+        raise NotImplementedError
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
-        """See :meth:`StoppingCriterion.check`; ``MAX_ITERATIONS`` once ``maxiter`` are done."""
-        return StopReason.MAX_ITERATIONS if state.iteration >= self.maxiter else None
+        """See :meth:`StoppingCriterion.check`; the reason once the counter reaches the limit."""
+        return self._reason if self._counter(state) >= getattr(self, self._limit_name) else None
 
     def __repr__(self) -> str:
-        return f"MaxIterations({self.maxiter})"
+        return f"{type(self).__name__}({getattr(self, self._limit_name)})"
+
+
+class MaxIterations(_CountLimit):
+    """Stop after ``maxiter`` iterations (``StopReason.MAX_ITERATIONS``)."""
+
+    _limit_name = "maxiter"
+    _reason = StopReason.MAX_ITERATIONS
+    maxiter: int
+
+    def __init__(self, maxiter: int) -> None:
+        super().__init__(maxiter)
+
+    def _counter(self, state: SolverState) -> int:
+        return state.iteration
 
 
 class ResidualNorm(StoppingCriterion):
@@ -73,18 +95,18 @@ class ResidualNorm(StoppingCriterion):
         return f"ResidualNorm(rtol={self.rtol}, atol={self.atol})"
 
 
-class MatvecBudget(StoppingCriterion):
+class MatvecBudget(_CountLimit):
     """Stop once ``budget`` matrix-vector products (columns) were spent (``StopReason.BUDGET``)."""
 
+    _limit_name = "budget"
+    _reason = StopReason.BUDGET
+    budget: int
+
     def __init__(self, budget: int) -> None:
-        self.budget = _count(budget, "budget")
+        super().__init__(budget)
 
-    def check(self, state: SolverState, memory: object) -> StopReason | None:
-        """See :meth:`StoppingCriterion.check`; ``BUDGET`` once ``budget`` columns were spent."""
-        return StopReason.BUDGET if state.matvecs >= self.budget else None
-
-    def __repr__(self) -> str:
-        return f"MatvecBudget({self.budget})"
+    def _counter(self, state: SolverState) -> int:
+        return state.matvecs
 
 
 class EpochBudget(StoppingCriterion):
