@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import torch
 
+from ..._core.validation import require_generator as _require_generator
+
 __all__ = ["FrozenDraws", "check_frozen_like", "load_tensors", "require_generator"]
 
 
 def require_generator(generator: object, name: str = "generator") -> torch.Generator:
     """Require a ``torch.Generator`` (the estimators' only source of randomness)."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"{name} must be a torch.Generator (the only source of randomness), "
-            f"got {type(generator).__name__}"
-        )
-    return generator
+    return _require_generator(generator, name, hint="the only source of randomness")
 
 
 def check_frozen_like(frozen: torch.Tensor, X: torch.Tensor, what: str) -> None:
