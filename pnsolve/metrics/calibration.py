@@ -1,0 +1,208 @@
+"""Calibration of GP posteriors' uncertainty on draws from the GP prior.
+
+A belief is only worth its calibration. On data drawn from the model itself,
+``f ~ GP(0, k)`` and ``y = f(X) + ε``, a calibrated posterior's standardised errors
+
+* **computational** — ``z = (μ_i(x) − μ*(x)) / √comp_var(x)``, the error of the
+  computed mean against the exact GP mean ``μ*`` over the uncertainty the computation
+  reports (``comp_var = var − math_var``), and
+* **combined** — ``z = (μ_i(x) − f(x)) / √var(x)``, the error against the latent
+  function over the total (mathematical + computational) variance,
+
+are standard normal: ``E[z²] = 1`` and the central ``α`` interval ``|z| ≤ Φ⁻¹((1+α)/2)``
+covers a fraction ``α``. :func:`prior_draw_calibration` estimates both, averaging over
+the test points of one draw first and then over draws, so the standard errors come from
+the spread of the per-draw means (test points of one draw are correlated).
+
+The solver-level statistic (the whitened error ``eᵀ Σ_i⁺ e ~ χ²(rank)`` of a solution
+belief) is :func:`pnsolve.testing.calibration.whitened_error_statistics`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .._core.validation import check_finite, check_positive_int, require_generator
+from ..kernels.base import StationaryKernel
+
+__all__ = ["CalibrationStatistics", "prior_draw_calibration", "z_statistics"]
+
+#: Nominal levels of the default coverage curve.
+DEFAULT_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+
+@dataclass(frozen=True)
+class CalibrationStatistics:
+    """Mean ``z²`` and coverage of standardised errors, with standard errors over draws.
+
+    Attributes
+    ----------
+    mean_z2, mean_z2_se
+        ``E[z²]`` (1 when calibrated; above 1: over-confident, below: too wide) and its
+        standard error from the per-draw means.
+    levels
+        Nominal coverage levels ``α``, shape ``(L,)``.
+    coverage, coverage_se
+        Fraction of points with ``|z| ≤ Φ⁻¹((1 + α)/2)`` per level and its standard
+        error, shape ``(L,)`` each (``α`` when calibrated).
+    draws
+        Number of prior draws averaged.
+    excluded
+        Points left out because their variance was at rounding level (no uncertainty
+        left to calibrate), over all draws.
+    """
+
+    mean_z2: float
+    mean_z2_se: float
+    levels: torch.Tensor
+    coverage: torch.Tensor
+    coverage_se: torch.Tensor
+    draws: int
+    excluded: int = 0
+
+    def coverage_at(self, level: float) -> tuple[float, float]:
+        """``(coverage, standard error)`` at the nominal ``level`` (one of :attr:`levels`)."""
+        hits = (self.levels - level).abs() < 1e-12
+        if not bool(hits.any()):
+            raise ValueError(f"level {level} is not one of {self.levels.tolist()}")
+        j = int(hits.nonzero()[0, 0])
+        return float(self.coverage[j]), float(self.coverage_se[j])
+
+
+def z_statistics(
+    z: torch.Tensor, levels: Sequence[float] = DEFAULT_LEVELS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-draw ``mean z²`` and coverage of standardised errors.
+
+    Parameters
+    ----------
+    z
+        Standardised errors, shape ``(draws, t)`` (``NaN`` marks excluded points).
+    levels
+        Nominal levels ``α ∈ (0, 1)``.
+
+    Returns
+    -------
+    mean_z2 : torch.Tensor
+        Shape ``(draws,)``.
+    coverage : torch.Tensor
+        Shape ``(draws, L)``: fraction of a draw's points with ``|z| ≤ Φ⁻¹((1+α)/2)``.
+    """
+    if not isinstance(z, torch.Tensor) or z.ndim != 2:
+        raise ValueError("z must be a tensor of shape (draws, t)")
+    alphas = _levels(levels, z)
+    valid = ~torch.isnan(z)
+    count = valid.sum(1).clamp_min(1)
+    z0 = torch.where(valid, z, torch.zeros_like(z))
+    mean_z2 = (z0 * z0).sum(1) / count
+    q = math.sqrt(2.0) * torch.erfinv(alphas)  # Φ⁻¹((1 + α)/2)
+    inside = (z0.abs().unsqueeze(-1) <= q) & valid.unsqueeze(-1)
+    return mean_z2, inside.sum(1).to(z.dtype) / count.unsqueeze(-1)
+
+
+def prior_draw_calibration(
+    kernel: StationaryKernel,
+    noise: float,
+    X: torch.Tensor,
+    Xs: torch.Tensor,
+    posterior: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], Any],
+    *,
+    draws: int,
+    generator: torch.Generator,
+    levels: Sequence[float] = DEFAULT_LEVELS,
+) -> dict[str, CalibrationStatistics]:
+    """Calibration of a GP model's computational and combined variance on prior draws.
+
+    For each draw: ``f ~ GP(0, kernel)`` jointly at ``[X; Xs]``, ``y = f(X) + √noise ε``;
+    ``posterior(X, y, Xs)`` is the model under test (anything with ``mean`` and ``var``
+    of shape ``(t,)``, e.g. ``pn.gp.IterGP(...).fit(X, y).posterior(Xs)``). The exact GP
+    posterior mean and variance at ``Xs`` are computed densely (Cholesky) as reference.
+    Dense linear algebra of size ``n + t``: for studies and tests.
+
+    Parameters
+    ----------
+    kernel
+        The prior covariance the data are drawn from (the model should use it too).
+    noise
+        Observation-noise variance ``σ² > 0`` of the draws.
+    X, Xs
+        Training inputs ``(n, d)`` and test inputs ``(t, d)``, same dtype and device.
+    posterior
+        ``posterior(X, y, Xs)`` → an object with ``mean`` and ``var`` at ``Xs``.
+    draws
+        Number of prior draws (≥ 2, for standard errors).
+    generator
+        The only source of randomness (draws ``f`` and ``ε``).
+    levels
+        Nominal coverage levels.
+
+    Returns
+    -------
+    dict
+        ``"computational"`` and ``"combined"`` :class:`CalibrationStatistics`. Points
+        whose computational variance is at rounding level (``≤ √eps`` times the prior
+        variance: the computation left nothing to calibrate there) are excluded from the
+        computational statistics and counted in ``excluded``.
+    """
+    generator = require_generator(generator)
+    draws = check_positive_int(draws, "draws")
+    if draws < 2:
+        raise ValueError(f"draws must be at least 2 (for standard errors), got {draws}")
+    if not (isinstance(noise, int | float) and math.isfinite(noise) and noise > 0):
+        raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
+    n = X.shape[0]
+    with torch.no_grad():
+        Kall = kernel(torch.cat([X, Xs]))
+        jitter = math.sqrt(torch.finfo(X.dtype).eps) * float(Kall.diagonal().mean())
+        root = torch.linalg.cholesky(Kall + jitter * torch.eye(Kall.shape[0], dtype=X.dtype))
+        Khat = Kall[:n, :n] + noise * torch.eye(n, dtype=X.dtype, device=X.device)
+        chol = torch.linalg.cholesky(Khat)
+        half = torch.linalg.solve_triangular(chol, Kall[:n, n:], upper=False)
+        math_var = Kall.diagonal()[n:] - half.square().sum(0)
+        floor = math.sqrt(torch.finfo(X.dtype).eps) * float(Kall.diagonal()[n:].max())
+    z_comp, z_comb, excluded = [], [], 0
+    for _ in range(draws):
+        shape = (Kall.shape[0],)
+        f = root @ torch.randn(shape, generator=generator, dtype=X.dtype, device=X.device)
+        eps = torch.randn(n, generator=generator, dtype=X.dtype, device=X.device)
+        y = f[:n] + math.sqrt(noise) * eps
+        post = posterior(X, y, Xs)
+        with torch.no_grad():
+            mean = check_finite(torch.as_tensor(post.mean).detach().reshape(-1), "posterior mean")
+            var = check_finite(torch.as_tensor(post.var).detach().reshape(-1), "posterior var")
+            exact = Kall[n:, :n] @ torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
+            comp = var - math_var
+            ok = comp > floor
+            excluded += int((~ok).sum())
+            z_comp.append(torch.where(ok, (mean - exact) / comp.clamp_min(floor).sqrt(), math.nan))
+            z_comb.append((mean - f[n:]) / var.clamp_min(floor).sqrt())
+    return {
+        "computational": _summary(torch.stack(z_comp), levels, excluded),
+        "combined": _summary(torch.stack(z_comb), levels, 0),
+    }
+
+
+def _summary(z: torch.Tensor, levels: Sequence[float], excluded: int) -> CalibrationStatistics:
+    mean_z2, coverage = z_statistics(z, levels)
+    d = z.shape[0]
+    return CalibrationStatistics(
+        mean_z2=float(mean_z2.mean()),
+        mean_z2_se=float(mean_z2.std() / math.sqrt(d)),
+        levels=_levels(levels, z),
+        coverage=coverage.mean(0),
+        coverage_se=coverage.std(0) / math.sqrt(d),
+        draws=d,
+        excluded=excluded,
+    )
+
+
+def _levels(levels: Sequence[float], like: torch.Tensor) -> torch.Tensor:
+    alphas = torch.as_tensor(list(levels), dtype=like.dtype, device=like.device)
+    if alphas.ndim != 1 or alphas.numel() == 0 or not bool(((alphas > 0) & (alphas < 1)).all()):
+        raise ValueError(f"levels must be numbers in (0, 1), got {list(levels)}")
+    return alphas
