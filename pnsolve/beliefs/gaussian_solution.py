@@ -40,6 +40,14 @@ class GaussianSolutionBelief:
     W
         Normalised observation images, shape ``(n, i)``: ``Σ_i = (I − V Wᵀ) Σ₀ (I − V Wᵀ)ᵀ``.
         Equal to ``A V`` under the inverse prior.
+    calibrated
+        Whether the belief is exact Gaussian inference, so that on solutions drawn from
+        the prior the error ``x* − mean`` is distributed as ``N(0, Σ_i)``: ``True`` iff
+        every action came from a non-adaptive policy (``policy.adaptive`` is ``False``:
+        the actions never depended on ``b``) and no buffer of unknown provenance was
+        replayed. Set by :class:`~pnsolve.ProbabilisticLinearSolver`; ``False`` (no
+        claim) for beliefs built elsewhere unless their constructor says otherwise.
+        An uncalibrated covariance (e.g. CG's) is a heuristic, not an error bar.
     """
 
     A: LinearOperator
@@ -49,6 +57,7 @@ class GaussianSolutionBelief:
     V: torch.Tensor
     T: torch.Tensor
     W: torch.Tensor
+    calibrated: bool = False
 
     @property
     def rank(self) -> int:
@@ -118,6 +127,28 @@ class GaussianSolutionBelief:
         """``tr(Σ_i) = tr(Σ₀) − ‖V‖²_F`` where ``Σ₀`` has a structured diagonal."""
         return self.prior.covariance(self.A).trace() - (self.V * self.V).sum()
 
+    def expected_squared_residual(self) -> torch.Tensor:
+        """``E‖A (x − mean)‖²`` for ``x`` drawn from the belief: ``tr(A Σ_i A)``, 0-d tensor.
+
+        Under the inverse prior ``A Σ_i A = A − W Wᵀ``, so this is ``tr A − ‖W‖²_F``:
+        cheap, no product with ``A`` (``A`` needs a structured diagonal). A calibrated
+        belief predicts the squared norm of the true residual ``b − A mean`` in
+        expectation over prior draws; the ratio of the observed to this predicted value
+        is the residual rescaling heuristic of
+        :meth:`pnsolve.gp.IterGP.posterior` (``comp_var_scale="residual"``).
+
+        Raises
+        ------
+        ValueError
+            Under a prior other than the inverse prior (there ``tr(A Σ₀ A)`` needs
+            products).
+        """
+        if not self.prior.shares_factors:
+            raise ValueError(
+                f"expected_squared_residual needs the inverse prior (W = A V), got {self.prior!r}"
+            )
+        return self.A.trace() - (self.W * self.W).sum()
+
     def sample(self, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``k`` draws from the belief, shape ``(n, k)``.
 
@@ -174,5 +205,5 @@ class GaussianSolutionBelief:
     def __repr__(self) -> str:
         return (
             f"GaussianSolutionBelief(n={self.mean.shape[0]}, rank={self.rank}, "
-            f"prior={self.prior!r}, dtype={self.mean.dtype})"
+            f"prior={self.prior!r}, calibrated={self.calibrated}, dtype={self.mean.dtype})"
         )

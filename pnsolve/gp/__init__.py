@@ -10,6 +10,7 @@ gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwis
 iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
 """
 
+from .affine_gp import AffineGP, AffinePosterior
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .itergp import IterGP
@@ -26,6 +27,8 @@ from .posterior import GaussianPosterior
 from .training import TrainingConfig, TrainingResult, train_hyperparameters
 
 __all__ = [
+    "AffineGP",
+    "AffinePosterior",
     "ExactEstimator",
     "ExactFit",
     "ExactGP",

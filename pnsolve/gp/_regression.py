@@ -63,11 +63,17 @@ class RegressionGP:
         cache: LoveCache | None,
         weights: torch.Tensor,
         math_var: Callable[[], torch.Tensor] | None = None,
+        fit_calibrated: bool = True,
     ) -> GaussianPosterior:
-        """The ``method="love"`` posterior at checked ``Xs`` with representer ``weights``."""
+        """The ``method="love"`` posterior at checked ``Xs`` with representer ``weights``.
+
+        ``calibrated`` is the cache's, and ``False`` when ``fit_calibrated`` is (the
+        ``weights`` come from an uncalibrated solve).
+        """
         check_rank(rank)
+        resolved = self._love_cache(rank, probe, Xs, cache)
         return love_posterior(
-            cache=self._love_cache(rank, probe, Xs, cache),
+            cache=resolved,
             kernel=self.kernel,
             X=self._require_fit(),
             Xs=Xs,
@@ -75,17 +81,24 @@ class RegressionGP:
             offset=self.mean,
             backend=self._backend(),
             math_var=math_var,
+            calibrated=resolved.calibrated and fit_calibrated,
         )
 
     def _build_love_cache(
-        self, rank: int, probe: torch.Tensor | None, Xs: torch.Tensor | None
+        self,
+        rank: int,
+        probe: torch.Tensor | None,
+        Xs: torch.Tensor | None,
+        calibrated: bool = False,
     ) -> LoveCache:
         """``build_love_cache``: a LOVE cache of ``K̂ = self.A``, the model not modified."""
         X = self._require_fit()
         check_rank(rank)
         if Xs is not None:
             Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        return self._love_cache(rank, probe, Xs, None)
+        if not isinstance(calibrated, bool):
+            raise TypeError(f"calibrated must be a bool, got {calibrated!r}")
+        return self._love_cache(rank, probe, Xs, None, calibrated)
 
     def _love_cache(
         self,
@@ -93,6 +106,7 @@ class RegressionGP:
         probe: torch.Tensor | None,
         Xs: torch.Tensor | None,
         cache: LoveCache | None,
+        calibrated: bool = False,
     ) -> LoveCache:
         return resolve_love_cache(
             self.A,
@@ -104,4 +118,5 @@ class RegressionGP:
             backend=self._backend(),
             residual=self.y - self.mean,
             cache=cache,
+            calibrated=calibrated,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -32,6 +33,14 @@ def exact_variance(
     ArithmeticError
         If CG does not reach the tolerance (an exact split cannot be claimed).
     """
+    KXs, W = _exact_solves(cross, A, projector)
+    return prior_var - (KXs * W).sum(0)
+
+
+def _exact_solves(
+    cross: LinearOperator, A: LinearOperator, projector: LinearOperator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(k(X, Xs), A⁺ k(X, Xs))``, both ``(N, T)``, by batched CG to rounding level."""
     with torch.no_grad():
         KXs = cross.to_dense().mT
         if projector is not None:
@@ -44,7 +53,7 @@ def exact_variance(
                 f"stopped with {info.stop_reason.name} after {info.iterations} iterations "
                 "(K̂ too ill-conditioned for an iterative reference)"
             )
-        return prior_var - (KXs * W).sum(0)
+        return KXs, W
 
 
 def belief_posterior(
@@ -61,6 +70,8 @@ def belief_posterior(
     math_var: Callable[[], torch.Tensor] | None = None,
     cache: LoveCache | None = None,
     prior_operator: Callable[[], LinearOperator] | None = None,
+    calibrated: bool = False,
+    comp_var_scale: float = 1.0,
 ) -> GaussianPosterior:
     """Mean ``offset + k(Xs, X) v`` and covariance ``k(Xs, Xs) − k(Xs, X) V Vᵀ k(X, Xs)``.
 
@@ -107,15 +118,28 @@ def belief_posterior(
     prior_operator
         With ``cache``: callable returning ``k(Xs, Xs)`` as a (matrix-free) operator,
         shape ``(T, T)``, for the sampling root.
+    calibrated
+        Whether the belief (or cache) is calibrated: carried as ``posterior.calibrated``.
+    comp_var_scale
+        ``s > 0`` multiplies the computational part of the covariance:
+        ``var = math_var + s · comp_var`` (a heuristic rescaling; ``1`` leaves the
+        belief's covariance). ``s ≠ 1`` computes the exact split eagerly (``T`` CG
+        solves with ``A``, as for :attr:`~GaussianPosterior.math_var`); not with a
+        ``cache``.
 
     Returns
     -------
     GaussianPosterior
         ``mean`` and ``var`` ``(T,)`` (``(t, C)`` for ``C > 1``), ``cov()``, ``math_var``.
     """
+    scale = float(comp_var_scale)
+    if not 0.0 < scale < math.inf:
+        raise ValueError(f"comp_var_scale must be a positive finite number, got {comp_var_scale!r}")
     if cache is not None:
         if V is not None or prior_operator is None:
             raise ValueError("with a LOVE cache pass prior_operator and no V (V = cache.R)")
+        if scale != 1.0:
+            raise ValueError("comp_var_scale applies to a solver belief, not to a LOVE cache")
         V = cache.R
     elif V is None:
         raise ValueError("pass the belief's root V (or a LOVE cache)")
@@ -144,6 +168,10 @@ def belief_posterior(
     def exact() -> torch.Tensor:
         return exact_variance(cross, prior_var, A, projector)
 
+    if scale != 1.0:
+        return _rescaled(
+            mean, var, KV, cross, prior_var, prior_cov, A, projector, scale, num_latent
+        )
     return GaussianPosterior(
         mean,
         var,
@@ -152,4 +180,43 @@ def belief_posterior(
         root=None if cache is None else root,
         num_latent=num_latent,
         love_cache=cache,
+        calibrated=calibrated,
+    )
+
+
+def _rescaled(
+    mean: torch.Tensor,
+    var: torch.Tensor,
+    KV: torch.Tensor,
+    cross: LinearOperator,
+    prior_var: torch.Tensor,
+    prior_cov: Callable[[], torch.Tensor],
+    A: LinearOperator,
+    projector: LinearOperator | None,
+    scale: float,
+    num_latent: int,
+) -> GaussianPosterior:
+    """The posterior with covariance ``math + s · comp`` (exact split computed here).
+
+    Not calibrated by construction: ``s`` is a heuristic, not exact inference.
+    """
+    KXs, W = _exact_solves(cross, A, projector)
+    with torch.no_grad():
+        math_var = prior_var - (KXs * W).sum(0)
+        rescaled = math_var + scale * (var - math_var)
+
+    def cov() -> torch.Tensor:
+        with torch.no_grad():
+            prior = prior_cov()
+            exact = prior - KXs.mT @ W
+            return exact + scale * ((prior - KV @ KV.mT) - exact)
+
+    return GaussianPosterior(
+        mean,
+        rescaled,
+        cov,
+        lambda: math_var,
+        num_latent=num_latent,
+        calibrated=False,
+        comp_var_scale=scale,
     )

@@ -117,7 +117,10 @@ class ExactGP(RegressionGP):
         GaussianPosterior
             ``mean`` ``(t,)``, ``var`` ``(t,)``, ``cov()`` ``(t, t)``, ``sample(...)``;
             for ``"love"`` the belief posterior of the cache
-            (:func:`~pnsolve.gp.love_posterior.love_posterior`).
+            (:func:`~pnsolve.gp.love_posterior.love_posterior`). ``calibrated`` is
+            ``True`` for ``"exact"`` (no computational uncertainty) and for ``"love"``
+            with the default probe (built from ``k(X, Xs)`` only); ``False`` for a given
+            ``probe`` (declare it through :meth:`build_love_cache`).
         """
         X, Xs = self._query(Xs, method, "exact")
         if method == "love":
@@ -134,10 +137,15 @@ class ExactGP(RegressionGP):
             with torch.no_grad():
                 return self.kernel(Xs) - W.mT @ W
 
-        return GaussianPosterior(mean, var, cov)
+        return GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
 
     def build_love_cache(
-        self, rank: int = 50, probe: torch.Tensor | None = None, Xs: torch.Tensor | None = None
+        self,
+        rank: int = 50,
+        probe: torch.Tensor | None = None,
+        Xs: torch.Tensor | None = None,
+        *,
+        calibrated: bool = False,
     ) -> LoveCache:
         """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
 
@@ -151,13 +159,18 @@ class ExactGP(RegressionGP):
             of CG on the training system).
         Xs
             Representative test inputs, shape ``(t, d)``, for the default probe.
+        calibrated
+            Declare that a given ``probe`` does not depend on ``y``. The cache (and the
+            posteriors from it) are marked ``calibrated`` for the default probe from
+            ``Xs`` automatically, never for the targets probe, and for a given
+            ``probe`` only when declared here.
 
         Returns
         -------
         LoveCache
             The cache; the model is not modified (keep the cache yourself).
         """
-        return self._build_love_cache(rank, probe, Xs)
+        return self._build_love_cache(rank, probe, Xs, calibrated)
 
     def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by a triangular solve, shape ``(t,)``."""

@@ -336,6 +336,10 @@ class IterNCGP:
             likelihood); ``var`` is the combined variance ``k − k C_i k`` of the last
             Newton step's belief (``≥`` the exact Laplace variance at that mode);
             ``math_var``/``comp_var`` split it on demand with exact solves.
+            ``calibrated`` is that belief's: ``True`` only for a non-adaptive inner
+            policy (``policy.adaptive`` is ``False``) and no replayed buffer, i.e.
+            ``recycle=False`` or a single Newton step (the recycled
+            :class:`~pnsolve.krylov.KrylovBuffer` does not record its provenance).
         """
         state = self._fitted()
         X = state.problem.X

@@ -67,6 +67,12 @@ class LoveCache:
     breakdown
         Whether Lanczos found an invariant subspace (``k`` may be below the requested
         rank). Not an error: then ``Q T⁻¹ Qᵀ b = K̂⁻¹ b`` exactly.
+    calibrated
+        Whether the probe does not depend on the targets ``y``: then ``C_k`` comes from
+        non-adaptive actions (the Krylov space of ``K̂`` and a ``y``-independent vector)
+        and the posteriors built from the cache are marked ``calibrated``. The GP
+        models' default probe ``k(X, Xs) 1 / t`` is; the centred targets are not; a
+        user's probe is not unless declared (``build(..., calibrated=True)``).
     """
 
     A: LinearOperator
@@ -78,9 +84,10 @@ class LoveCache:
     beta_next: torch.Tensor
     q_next: torch.Tensor
     breakdown: bool
+    calibrated: bool = False
 
     @classmethod
-    def build(cls, A: object, probe: object, rank: int) -> LoveCache:
+    def build(cls, A: object, probe: object, rank: int, *, calibrated: bool = False) -> LoveCache:
         """Run Lanczos with full reorthogonalisation on ``A`` from ``probe``.
 
         Parameters
@@ -93,6 +100,9 @@ class LoveCache:
             Starting vector, shape ``(n,)``, nonzero and finite.
         rank
             Number of Lanczos steps ``k ≥ 1`` (clipped to ``n``).
+        calibrated
+            Declare that ``probe`` does not depend on the targets ``y`` (see
+            :attr:`calibrated`); default ``False`` (no claim).
 
         Returns
         -------
@@ -136,6 +146,7 @@ class LoveCache:
             beta_next=beta_next,
             q_next=q_next,
             breakdown=bool(res.breakdown and steps <= k),
+            calibrated=bool(calibrated),
         )
 
     @property
@@ -250,15 +261,27 @@ class LoveCache:
         :attr:`AR`, no products). Equal to the belief of
         ``ProbabilisticLinearSolver(CG(), MaxIterations(k)).solve(K̂, probe)``.
 
+        The belief is ``calibrated`` when ``b`` is given and the cache is (its probe,
+        hence its actions, do not depend on ``b``); about the probe itself it is CG's
+        belief, never calibrated.
+
         Parameters
         ----------
         b
             Right-hand side, shape ``(n,)``; default: the probe.
         """
+        calibrated = b is not None and self.calibrated
         b = self.probe if b is None else as_operand(b, self.A, "b", allow_matrix=False)
         mean = self.R @ (self.R.mT @ b)
         return GaussianSolutionBelief(
-            A=self.A, b=b, mean=mean, prior=InversePrior(), V=self.R, T=self.R, W=self.AR
+            A=self.A,
+            b=b,
+            mean=mean,
+            prior=InversePrior(),
+            V=self.R,
+            T=self.R,
+            W=self.AR,
+            calibrated=calibrated,
         )
 
     def _check_cross(self, cross: torch.Tensor) -> torch.Tensor:
@@ -271,7 +294,10 @@ class LoveCache:
         return cross
 
     def __repr__(self) -> str:
-        return f"LoveCache(n={self.R.shape[0]}, rank={self.rank}, dtype={self.R.dtype})"
+        return (
+            f"LoveCache(n={self.R.shape[0]}, rank={self.rank}, calibrated={self.calibrated}, "
+            f"dtype={self.R.dtype})"
+        )
 
 
 def default_probe(kernel: StationaryKernel, X: torch.Tensor, Xs: torch.Tensor, backend: str):

@@ -38,6 +38,7 @@ def resolve_love_cache(
     backend: str,
     residual: torch.Tensor,
     cache: LoveCache | None = None,
+    calibrated: bool = False,
 ) -> LoveCache:
     """``cache`` if given (checked to belong to ``A``), else a new cache of ``A``.
 
@@ -62,6 +63,11 @@ def resolve_love_cache(
         Krylov space of CG on the training system).
     cache
         A cache to reuse; then nothing is built.
+    calibrated
+        Declare that a given ``probe`` does not depend on the targets. A new cache is
+        marked ``calibrated`` for the default probe from ``Xs`` (built from the kernel
+        and the inputs only), not for the ``residual`` probe (it is ``y``), and for a
+        given ``probe`` only when declared.
 
     Returns
     -------
@@ -86,8 +92,9 @@ def resolve_love_cache(
         return cache
     with torch.no_grad():
         if probe is None:
+            calibrated = Xs is not None
             probe = default_probe(kernel, X, Xs, backend) if Xs is not None else residual
-        return LoveCache.build(A, probe, rank)
+        return LoveCache.build(A, probe, rank, calibrated=calibrated)
 
 
 def love_posterior(
@@ -100,6 +107,7 @@ def love_posterior(
     offset: float,
     backend: str,
     math_var: Callable[[], torch.Tensor] | None = None,
+    calibrated: bool | None = None,
 ) -> GaussianPosterior:
     """The belief posterior of a LOVE cache, with LOVE's sampling root.
 
@@ -122,6 +130,9 @@ def love_posterior(
     math_var
         Callable returning the exact posterior variance ``(t,)``; default: batched CG
         solves with ``cache.A`` (:func:`~pnsolve.gp.belief_posterior.exact_variance`).
+    calibrated
+        ``posterior.calibrated``; default ``cache.calibrated`` (whether its probe does
+        not depend on ``y``).
 
     Returns
     -------
@@ -141,4 +152,5 @@ def love_posterior(
         math_var=math_var,
         cache=cache,
         prior_operator=lambda: KernelMatrix(kernel, Xs, backend=backend),
+        calibrated=cache.calibrated if calibrated is None else calibrated,
     )

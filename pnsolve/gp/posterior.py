@@ -24,6 +24,19 @@ class GaussianPosterior:
 
     Attributes
     ----------
+    calibrated
+        Whether the computational part of the variance is an honest error bar: the
+        posterior comes from exact Gaussian inference on ``y``-independent actions, so
+        on data drawn from the GP prior ``z = (mean − exact mean) / √comp_var`` is
+        standard normal. ``True`` for :class:`~pnsolve.gp.ExactGP` (no computational
+        uncertainty), for IterGP / IterNCGP with a non-adaptive policy
+        (``policy.adaptive`` is ``False``, e.g. ``Lanczos(start="random")``,
+        ``UnitVector("schur")``, ``Random``) and for LOVE caches whose probe does not
+        depend on ``y``. ``False`` for CG, whose computational variance is a heuristic,
+        not an error bar (over-confident early, far too wide later).
+    comp_var_scale
+        The factor applied to the computational variance (``1.0`` unless a rescaling
+        heuristic was asked for, e.g. ``IterGP.posterior(Xs, comp_var_scale="residual")``).
     love_cache
         For a LOVE posterior: the :class:`~pnsolve.gp.LoveCache` its variances came from
         (the one passed as ``cache=``, or the one built for this call); pass it as
@@ -45,9 +58,14 @@ class GaussianPosterior:
         root: Callable[[], torch.Tensor] | None = None,
         num_latent: int = 1,
         love_cache: LoveCache | None = None,
+        *,
+        calibrated: bool = False,
+        comp_var_scale: float = 1.0,
     ) -> None:
         self.num_latent = num_latent
         self.love_cache = love_cache
+        self.calibrated = bool(calibrated)
+        self.comp_var_scale = float(comp_var_scale)
         self._flat_mean = mean
         self._flat_var = var
         self._cov = cov
@@ -144,5 +162,5 @@ class GaussianPosterior:
     def __repr__(self) -> str:
         return (
             f"GaussianPosterior(t={self.mean.shape[0]}, latent={self.num_latent}, "
-            f"dtype={self._flat_mean.dtype})"
+            f"calibrated={self.calibrated}, dtype={self._flat_mean.dtype})"
         )

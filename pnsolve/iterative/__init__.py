@@ -49,17 +49,34 @@ Conventions common to all three (Lin et al., Appendix B):
 """
 
 from ._common import DEFAULT_MAX_EPOCHS
+from .affine import AffineMethod, AffineSolveInfo, SweepOperator, affine_solve
 from .alternating_projections import AlternatingProjections
 from .cg import ConjugateGradients
+from .chebyshev import Chebyshev
+from .cyclic_projections import CyclicProjections
+from .gauss_seidel import GaussSeidel
 from .info import KernelSolveInfo
+from .richardson import Jacobi, Richardson
 from .sgd import StochasticGradientDescent
+from .spectral_bounds import SpectralBounds, spectral_bounds
 from .system import KernelSystem
 
 __all__ = [
     "DEFAULT_MAX_EPOCHS",
+    "AffineMethod",
+    "AffineSolveInfo",
     "AlternatingProjections",
+    "Chebyshev",
     "ConjugateGradients",
+    "CyclicProjections",
+    "GaussSeidel",
+    "Jacobi",
     "KernelSolveInfo",
     "KernelSystem",
+    "Richardson",
+    "SpectralBounds",
     "StochasticGradientDescent",
+    "SweepOperator",
+    "affine_solve",
+    "spectral_bounds",
 ]

@@ -5,14 +5,27 @@ block of actions); the solver applies ``A`` to it once. Built-ins:
 
 - :class:`CG`: the (preconditioned) residual; the mean equals the CG iterate.
 - :class:`UnitVector`: coordinate vectors (sequential, random, largest-residual
-  pivot); the mean is the partial-Cholesky / subset-of-data solution.
+  pivot, largest Schur-complement diagonal); the mean is the partial-Cholesky /
+  subset-of-data solution.
 - :class:`Random`: i.i.d. Gaussian, Rademacher or sparse-sign directions.
-- :class:`Lanczos`: orthonormal Krylov basis vectors (no extra product).
+- :class:`Lanczos`: orthonormal Krylov basis vectors (no extra product), started from
+  the residual (CG's space) or from a ``b``-independent vector.
+- :class:`PivotedCholesky`: the columns of ``A``'s greedy pivoted Cholesky factor
+  (subset of regressors / Nyström with greedily chosen inducing points).
 - :class:`PseudoInput`: kernel columns ``k(X, z_j)`` at pseudo-inputs.
 - :class:`Projected`: another policy's actions times a projector (singular systems).
 - :class:`Recycled`: the actions of a :class:`~pnsolve.krylov.KrylovBuffer`, replayed.
 - :class:`Custom`: wrap a function of the state.
 - :class:`Switch`, :class:`Mixed`: compose policies by iteration or at random.
+
+Every policy says whether it is :attr:`~Policy.adaptive` (its actions may depend on
+``b``): ``CG``, ``Lanczos()`` (residual start), ``UnitVector("pivot")``, ``Recycled``
+and ``Custom`` (both unless declared otherwise) are; ``Random``, ``PseudoInput``,
+``PivotedCholesky``, ``UnitVector("sequential" | "random" | "schur")`` and
+``Lanczos(start="random" | tensor)`` are not; ``Mixed``/``Switch`` are adaptive if a
+part is, ``Projected`` if the wrapped policy is. Beliefs built from non-adaptive
+actions only are exact Gaussian inference and calibrated (``belief.calibrated``);
+CG's are not: its covariance is no error bar.
 """
 
 from .base import Policy
@@ -20,6 +33,7 @@ from .cg import CG
 from .composite import Mixed, Switch
 from .custom import Custom
 from .lanczos_actions import Lanczos, LanczosMemory
+from .pivoted_cholesky import PivotedCholesky, PivotedCholeskyMemory
 from .projected import Projected
 from .pseudo_input import PseudoInput, PseudoInputMemory
 from .random_actions import Random
@@ -32,6 +46,8 @@ __all__ = [
     "Lanczos",
     "LanczosMemory",
     "Mixed",
+    "PivotedCholesky",
+    "PivotedCholeskyMemory",
     "Policy",
     "Projected",
     "PseudoInput",

@@ -22,8 +22,25 @@ class Policy(abc.ABC):
     iterations returns it from :meth:`initial_memory` and from each call; the solver
     stores it in ``state.policy_memory`` (its typed slot) and hands it back.
 
-    Subclasses implement :meth:`__call__`.
+    Subclasses implement :meth:`__call__` and say whether they are :attr:`adaptive`.
     """
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the actions may depend on the right-hand side ``b``.
+
+        An adaptive policy reads ``b`` through the residual, the mean or a buffer of
+        earlier solves. A **non-adaptive** policy builds its actions from ``A``, fixed
+        data and the solve's generator only. Conditioning on such actions is exact
+        Gaussian inference, so its beliefs are calibrated on solutions drawn from the
+        prior (DESIGN §5, Calibration): the solver marks them ``belief.calibrated``.
+        Adaptive actions (CG's residuals) make the belief's covariance a heuristic,
+        not an error bar.
+
+        The base class answers ``True`` (the safe claim for a policy that says nothing);
+        built-ins override it.
+        """
+        return True
 
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None

@@ -31,12 +31,27 @@ class CG(Policy):
     preconditioner
         ``M ≈ A⁻¹`` (anything :func:`~pnsolve.linops.as_linop` accepts); ``None`` uses
         the solver's ``preconditioner`` if it has one, else ``M = I``.
+
+    Notes
+    -----
+    :attr:`adaptive` is ``True``: the beliefs are not calibrated. For calibrated
+    beliefs use a non-adaptive policy (``Lanczos(start="random")``,
+    ``UnitVector("schur")``, :class:`Random`).
     """
 
     def __init__(self, preconditioner: object = None) -> None:
         self.preconditioner: LinearOperator | None = (
             None if preconditioner is None else as_linop(preconditioner)
         )
+
+    @property
+    def adaptive(self) -> bool:
+        """``True``: the actions are residuals ``b − A x_i``, so they depend on ``b``.
+
+        CG's belief is therefore not calibrated (measured: over-confident in the first
+        iterations, far too wide later); its computational variance is no error bar.
+        """
+        return True
 
     def __call__(
         self, state: SolverState, generator: torch.Generator | None

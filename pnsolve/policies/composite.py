@@ -35,6 +35,11 @@ class _Composite(Policy):
             raise ValueError("policies must not be empty")
         self.policies: tuple[Policy, ...] = tuple(policies)
 
+    @property
+    def adaptive(self) -> bool:
+        """``True`` if any sub-policy is adaptive."""
+        return any(p.adaptive for p in self.policies)
+
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
     ) -> tuple[object, ...]:

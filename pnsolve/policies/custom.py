@@ -34,6 +34,11 @@ class Custom(Policy):
     pass_generator
         Override the signature inspection: ``True`` calls ``fn(state, generator)``,
         ``False`` calls ``fn(state)``.
+    adaptive
+        Whether ``fn`` may depend on ``b`` (through ``state.residual``,
+        ``state.belief.mean``, ``state.b``, …). Default ``True``; declare ``False`` for
+        a function of ``A``, fixed data and the generator only, and the solver marks
+        its beliefs ``calibrated``.
 
     Examples
     --------
@@ -51,15 +56,24 @@ class Custom(Policy):
         fn: Callable[..., torch.Tensor],
         *,
         pass_generator: bool | None = None,
+        adaptive: bool = True,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {type(fn).__name__}")
         if pass_generator is not None and not isinstance(pass_generator, bool):
             raise TypeError(f"pass_generator must be a bool or None, got {pass_generator!r}")
+        if not isinstance(adaptive, bool):
+            raise TypeError(f"adaptive must be a bool, got {adaptive!r}")
         self.fn = fn
+        self._adaptive = adaptive
         self._mode = _call_mode(fn) if pass_generator is None else (
             "positional" if pass_generator else "state"
         )  # fmt: skip
+
+    @property
+    def adaptive(self) -> bool:
+        """As declared (default ``True``: a function of the state may read ``b``)."""
+        return self._adaptive
 
     def __call__(
         self, state: SolverState, generator: torch.Generator | None
@@ -81,7 +95,7 @@ class Custom(Policy):
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__qualname__", None) or repr(self.fn)
-        return f"Custom(fn={name})"
+        return f"Custom(fn={name})" if self._adaptive else f"Custom(fn={name}, adaptive=False)"
 
 
 def _call_mode(fn: Callable[..., object]) -> str:

@@ -48,6 +48,11 @@ class Projected(Policy):
         self.policy = policy
         self.projector: LinearOperator = P
 
+    @property
+    def adaptive(self) -> bool:
+        """The wrapped policy's: a fixed projector adds no dependence on ``b``."""
+        return self.policy.adaptive
+
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
     ) -> object:

@@ -77,6 +77,11 @@ class PseudoInput(Policy):
         self.Z = Z
         self.block_size = check_block_size(block_size)
 
+    @property
+    def adaptive(self) -> bool:
+        """``False``: the actions come from the kernel and the pseudo-inputs, never ``b``."""
+        return False
+
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
     ) -> PseudoInputMemory:

@@ -80,6 +80,11 @@ class Random(Policy):
         self.nnz = nnz
         self.density = None if density is None else float(density)
 
+    @property
+    def adaptive(self) -> bool:
+        """``False``: the actions come from the generator alone (calibrated beliefs)."""
+        return False
+
     def nnz_for(self, n: int) -> int:
         """Non-zeros per sparse-sign column for a system of size ``n``."""
         if self.density is not None:

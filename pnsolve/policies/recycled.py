@@ -41,6 +41,11 @@ class Recycled(Policy):
         tensor of shape ``(n, m)``).
     block_size
         Columns per iteration (``≥ 1``).
+    adaptive
+        Whether the buffered actions may depend on ``b`` (default ``True``: a buffer
+        filled by earlier solves, e.g. CG or the Newton steps of IterNCGP, usually
+        does). Pass ``False`` only for a buffer built from ``A`` and ``b``-independent
+        data alone; the solver then marks its beliefs ``calibrated``.
 
     Raises
     ------
@@ -50,13 +55,21 @@ class Recycled(Policy):
         :class:`~pnsolve.policies.Switch` to continue with another policy.
     """
 
-    def __init__(self, buffer: KrylovBuffer, block_size: int = 1) -> None:
+    def __init__(self, buffer: KrylovBuffer, block_size: int = 1, *, adaptive: bool = True) -> None:
         if not isinstance(getattr(buffer, "actions", None), torch.Tensor):
             raise TypeError(f"buffer must have an `actions` tensor, got {type(buffer).__name__}")
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive int, got {block_size!r}")
+        if not isinstance(adaptive, bool):
+            raise TypeError(f"adaptive must be a bool, got {adaptive!r}")
         self.buffer = buffer
         self.block_size = block_size
+        self._adaptive = adaptive
+
+    @property
+    def adaptive(self) -> bool:
+        """As given (default ``True``: the buffer's provenance is unknown)."""
+        return self._adaptive
 
     def initial_memory(
         self, A: LinearOperator, b: torch.Tensor, generator: torch.Generator | None
@@ -86,4 +99,7 @@ class Recycled(Policy):
         return (S[:, 0] if S.shape[1] == 1 else S), RecycledMemory(memory.actions, stop)
 
     def __repr__(self) -> str:
-        return f"Recycled(size={self.buffer.actions.shape[1]}, block_size={self.block_size})"
+        return (
+            f"Recycled(size={self.buffer.actions.shape[1]}, block_size={self.block_size}, "
+            f"adaptive={self._adaptive})"
+        )

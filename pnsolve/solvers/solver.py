@@ -30,6 +30,12 @@ class ProbabilisticLinearSolver:
     prior), the **belief** is conditioned on ``Sᵀ A x = Sᵀ b``, and the **stopping**
     criterion decides whether to go on.
 
+    Every belief says whether it is ``calibrated``: ``True`` while every action came
+    from a non-adaptive policy (``policy.adaptive`` is ``False``) and no replayed
+    buffer is of unknown provenance (a ``buffer=`` counts as known only when it
+    declares ``adaptive = False``; a :class:`~pnsolve.krylov.KrylovBuffer` does not).
+    The prior state (no action yet) is calibrated unless a buffer was replayed.
+
     Parameters
     ----------
     policy
@@ -99,14 +105,14 @@ class ProbabilisticLinearSolver:
         A, b, x0 = self._check(A, b, x0, generator)
         replay = None if buffer is None else _check_buffer(buffer, A)
         record = getattr(buffer, "record", None)
-        return self._loop(A, b, x0, replay, record, generator)
+        return self._loop(A, b, x0, replay, record, generator, _known_provenance(buffer))
 
-    def _loop(self, A, b, x0, replay, record, generator) -> Iterator[SolverState]:
-        run = Conditioner(A, self.prior)
+    def _loop(self, A, b, x0, replay, record, generator, known) -> Iterator[SolverState]:
         with torch.no_grad():
+            run = Conditioner(A, self.prior)
             state = self._prior_state(run, A, b, x0, generator)
             if replay is not None:
-                state = self._replay(run, state, *replay)
+                state = self._replay(run, state, *replay, known=known)
             state = _replace(state, stopping_memory=self.stopping.initial_memory(state))
             while True:
                 reason = state.stop_reason or self.stopping(state)
@@ -147,6 +153,9 @@ class ProbabilisticLinearSolver:
             found it entirely dependent on the observed ones), or any object
             with ``actions`` and ``images`` tensors of shape ``(n, m)``
             (``images = A actions``).
+            Its actions may have come from earlier, adaptive solves: the belief is
+            marked ``calibrated`` after a replay only if the buffer declares
+            ``adaptive = False``.
         generator
             Randomness for stochastic policies and sampling (``torch.Generator``).
 
@@ -177,7 +186,7 @@ class ProbabilisticLinearSolver:
         else:
             x0, r, products = x0.clone(), b - _observe(A, x0.unsqueeze(-1), -1).squeeze(-1), 1
         V, T, W = run.factors()
-        belief = GaussianSolutionBelief(A, b, x0, self.prior, V, T, W)
+        belief = GaussianSolutionBelief(A, b, x0, self.prior, V, T, W, calibrated=True)
         return SolverState(
             iteration=0,
             belief=belief,
@@ -205,9 +214,12 @@ class ProbabilisticLinearSolver:
         mean = state.belief.mean + update.dx
         r = state.residual - update.dr
         V, T, W = run.factors()
+        calibrated = state.belief.calibrated and not self.policy.adaptive
         return SolverState(
             iteration=state.iteration + 1,
-            belief=GaussianSolutionBelief(state.A, state.b, mean, self.prior, V, T, W),
+            belief=GaussianSolutionBelief(
+                state.A, state.b, mean, self.prior, V, T, W, calibrated=calibrated
+            ),
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
             b_norm=state.b_norm,
@@ -220,8 +232,12 @@ class ProbabilisticLinearSolver:
             preconditioner=state.preconditioner,
         )
 
-    def _replay(self, run, state, S, Z) -> SolverState:
-        """Condition on a buffer's actions and images (no product with ``A``)."""
+    def _replay(self, run, state, S, Z, *, known: bool) -> SolverState:
+        """Condition on a buffer's actions and images (no product with ``A``).
+
+        ``known``: the buffer declared its actions independent of ``b`` (the belief
+        stays calibrated); otherwise a replay that adds a direction ends calibration.
+        """
         A = state.A
         if S.shape[1] == 0:
             return state
@@ -234,8 +250,9 @@ class ProbabilisticLinearSolver:
             )
         r = state.residual - update.dr
         V, T, W = run.factors()
+        calibrated = state.belief.calibrated and known
         belief = GaussianSolutionBelief(
-            A, state.b, state.belief.mean + update.dx, self.prior, V, T, W
+            A, state.b, state.belief.mean + update.dx, self.prior, V, T, W, calibrated=calibrated
         )
         return _replace(
             state,
@@ -251,6 +268,11 @@ def _replace(state: SolverState, **changes: Any) -> SolverState:
     from dataclasses import replace
 
     return replace(state, **changes)
+
+
+def _known_provenance(buffer: object) -> bool:
+    """Whether a buffer declares its actions independent of ``b`` (``adaptive = False``)."""
+    return getattr(buffer, "adaptive", True) is False
 
 
 def _check_buffer(buffer: object, A: LinearOperator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -100,3 +100,51 @@ class TestProjected(PolicyContract):
         P = torch.eye(n, dtype=dtype)
         P[0, 0] = 0.0
         return pn.policies.Projected(pn.policies.CG(), P)
+
+
+class TestLanczosRandomStart(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.Lanczos(start="random")
+
+
+class TestLanczosTensorStart(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.Lanczos(start=torch.linspace(1.0, 2.0, 12, dtype=dtype))
+
+
+class TestUnitVectorSchur(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.UnitVector("schur")
+
+
+class TestUnitVectorSchurBlocks(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.UnitVector("schur", block_size=5)
+
+
+class TestPivotedCholesky(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.PivotedCholesky()
+
+
+class TestPivotedCholeskyBlocks(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.PivotedCholesky(block_size=3)
+
+
+class TestRecycledDeclaredNonAdaptive(PolicyContract):
+    def make(self, dtype):
+        A, _ = contract_system(dtype)
+        buffer = KrylovBuffer(pn.linops.as_linop(A))
+        buffer.append(torch.eye(12, dtype=dtype), A)
+        return pn.policies.Recycled(buffer, adaptive=False)
+
+
+class TestCustomDeclaredNonAdaptive(PolicyContract):
+    def make(self, dtype):
+        return pn.policies.Custom(
+            lambda state, generator: torch.randn(12, generator=generator, dtype=torch.float64).to(
+                state.residual.dtype
+            ),
+            adaptive=False,
+        )

@@ -21,7 +21,15 @@ def _indices(blocks: list[torch.Tensor]) -> torch.Tensor:
 
 @pytest.mark.parametrize(
     ("order", "block_size"),
-    [("sequential", 1), ("random", 1), ("pivot", 1), ("pivot", 3), ("random", 2)],
+    [
+        ("sequential", 1),
+        ("random", 1),
+        ("pivot", 1),
+        ("pivot", 3),
+        ("random", 2),
+        ("schur", 1),
+        ("schur", 2),
+    ],
 )
 def test_partial_cholesky(order: str, block_size: int) -> None:
     """x_I = A_II⁻¹ b_I, zero elsewhere; C_i = zero-padded A_II⁻¹ (x0 = 0)."""
@@ -107,3 +115,54 @@ def test_bad_arguments() -> None:
 
 def test_repr() -> None:
     assert repr(P.UnitVector("pivot", 2)) == "UnitVector(order='pivot', block_size=2)"
+
+
+def test_schur_pivots_are_greedy_pivoted_cholesky() -> None:
+    """One pivot per iteration: the pivots of the pivoted-Cholesky preconditioner of A."""
+    problem = make_problem(12, cond=100.0, seed=6)
+    A = problem.A
+    chosen = _indices(actions(P.UnitVector("schur"), A, problem.b, 8))
+    reference = pn.preconditioners.PivotedCholesky(A, rank=8, tol=0.0).pivots
+    assert chosen.tolist() == reference.tolist()
+
+
+def test_schur_diagonal_is_read_from_the_belief_without_products() -> None:
+    problem = make_problem(12, cond=100.0, seed=6)
+    A = problem.A.to_dense()
+    solver = pn.ProbabilisticLinearSolver(P.UnitVector("schur"), pn.stopping.MaxIterations(5))
+    states = list(solver.iterate(problem.A, problem.b))
+    assert [s.products for s in states] == list(range(6))
+    last = states[-1]
+    C = last.belief.inverse_approx.to_dense()
+    schur = torch.diagonal(A - A @ C @ A)
+    memory = last.policy_memory
+    # the memory's diagonal accounts for the directions seen when the last action was chosen
+    assert memory.seen == 4
+    policy = P.UnitVector("schur")
+    _, after = policy(last, None)
+    assert after.seen == 5
+    tol = exact_tol(A.dtype, 12) * float(A.diagonal().max()) * 10
+    assert float((after.schur - schur).abs().max()) <= tol
+    assert not policy.adaptive
+
+
+def test_schur_needs_the_inverse_prior_and_a_diagonal() -> None:
+    problem = make_problem(6)
+    solver = pn.ProbabilisticLinearSolver(
+        P.UnitVector("schur"), pn.stopping.MaxIterations(2), prior=1.0
+    )
+    with pytest.raises(ValueError, match="inverse prior"):
+        solver.solve(problem.A, problem.b)
+    A = pn.linops.Closure(lambda X: problem.A @ X, (6, 6), dtype=problem.b.dtype, is_symmetric=True)
+    with pytest.raises(
+        pn.MissingStructureError, match="UnitVector\\('schur'\\) needs the diagonal"
+    ):
+        run(P.UnitVector("schur"), A, problem.b, 2)
+
+
+def test_schur_exhausts_every_index_then_breaks_down() -> None:
+    problem = make_problem(6)
+    belief, info = run(P.UnitVector("schur", block_size=4), problem.A, problem.b, 10)
+    assert info.iterations == 2 and info.stop_reason is pn.StopReason.BREAKDOWN
+    x = torch.linalg.solve(problem.A.to_dense(), problem.b)
+    assert float((belief.mean - x).norm() / x.norm()) <= krylov_tol(x.dtype, 100.0)

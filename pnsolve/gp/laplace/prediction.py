@@ -45,7 +45,9 @@ def latent_posterior(
     Returns
     -------
     GaussianPosterior
-        ``mean``/``var`` of shape ``(t,)``, ``(t, C)`` for ``C > 1`` latent functions.
+        ``mean``/``var`` of shape ``(t,)``, ``(t, C)`` for ``C > 1`` latent functions;
+        ``calibrated`` is the belief's (a non-adaptive inner policy, no recycled
+        buffer of unknown provenance replayed).
     """
     problem, belief = state.problem, state.belief
     C = problem.likelihood.num_latent
@@ -65,6 +67,7 @@ def latent_posterior(
         A=state.A,
         num_latent=C,
         projector=problem.projector,
+        calibrated=belief.calibrated,
     )
 
 
