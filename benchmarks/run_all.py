@@ -18,6 +18,7 @@ SCRIPTS = [
     "bench_love.py",
     "bench_iterncgp.py",
     "bench_training.py",
+    "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)
 ]
 
 

@@ -51,7 +51,7 @@ class CalibrationStatistics:
         Fraction of points with ``|z| ≤ Φ⁻¹((1 + α)/2)`` per level and its standard
         error, shape ``(L,)`` each (``α`` when calibrated).
     draws
-        Number of prior draws averaged.
+        Number of prior draws averaged (those with at least one point not excluded).
     excluded
         Points left out because their variance was at rounding level (no uncertainty
         left to calibrate), over all draws.
@@ -64,6 +64,51 @@ class CalibrationStatistics:
     coverage_se: torch.Tensor
     draws: int
     excluded: int = 0
+
+    @classmethod
+    def from_z(
+        cls, z: torch.Tensor, levels: Sequence[float] = DEFAULT_LEVELS
+    ) -> CalibrationStatistics:
+        """Statistics of standardised errors ``z`` of shape ``(draws, t)``.
+
+        Averages over the test points of each draw first (:func:`z_statistics`), then
+        over draws; the standard errors are the spread of the per-draw means over
+        ``√draws``. ``NaN`` entries mark excluded points (counted in ``excluded``); a
+        draw with every point excluded is left out of the averages (``draws`` counts
+        the others), and with none left the statistics are ``NaN`` (nothing to
+        calibrate), never a spurious 0. For studies that compute ``z`` themselves,
+        e.g. batched over draws.
+
+        Parameters
+        ----------
+        z
+            Standardised errors, shape ``(draws, t)``, ``draws ≥ 2``.
+        levels
+            Nominal coverage levels ``α ∈ (0, 1)``.
+
+        Returns
+        -------
+        CalibrationStatistics
+        """
+        if not isinstance(z, torch.Tensor) or z.ndim != 2 or z.shape[0] < 2:
+            raise ValueError(
+                "z must be a tensor of shape (draws, t) with at least 2 draws (rows) for "
+                f"standard errors, got {getattr(z, 'shape', type(z).__name__)}"
+            )
+        mean_z2, coverage = z_statistics(z, levels)
+        kept = ~torch.isnan(mean_z2)  # draws with at least one point left
+        mean_z2, coverage = mean_z2[kept], coverage[kept]
+        d = int(kept.sum())
+        nan = torch.full((len(levels),), math.nan, dtype=z.dtype, device=z.device)
+        return cls(
+            mean_z2=float(mean_z2.mean()) if d else math.nan,
+            mean_z2_se=float(mean_z2.std() / math.sqrt(d)) if d >= 2 else math.nan,
+            levels=_levels(levels, z),
+            coverage=coverage.mean(0) if d else nan,
+            coverage_se=coverage.std(0) / math.sqrt(d) if d >= 2 else nan,
+            draws=d,
+            excluded=int(torch.isnan(z).sum()),
+        )
 
     def coverage_at(self, level: float) -> tuple[float, float]:
         """``(coverage, standard error)`` at the nominal ``level`` (one of :attr:`levels`)."""
@@ -89,7 +134,7 @@ def z_statistics(
     Returns
     -------
     mean_z2 : torch.Tensor
-        Shape ``(draws,)``.
+        Shape ``(draws,)``; ``NaN`` for a draw whose points are all excluded.
     coverage : torch.Tensor
         Shape ``(draws, L)``: fraction of a draw's points with ``|z| ≤ Φ⁻¹((1+α)/2)``.
     """
@@ -97,7 +142,7 @@ def z_statistics(
         raise ValueError("z must be a tensor of shape (draws, t)")
     alphas = _levels(levels, z)
     valid = ~torch.isnan(z)
-    count = valid.sum(1).clamp_min(1)
+    count = valid.sum(1).to(z.dtype)  # 0 for a draw with every point excluded: NaN below
     z0 = torch.where(valid, z, torch.zeros_like(z))
     mean_z2 = (z0 * z0).sum(1) / count
     q = math.sqrt(2.0) * torch.erfinv(alphas)  # Φ⁻¹((1 + α)/2)
@@ -165,7 +210,7 @@ def prior_draw_calibration(
         half = torch.linalg.solve_triangular(chol, Kall[:n, n:], upper=False)
         math_var = Kall.diagonal()[n:] - half.square().sum(0)
         floor = math.sqrt(torch.finfo(X.dtype).eps) * float(Kall.diagonal()[n:].max())
-    z_comp, z_comb, excluded = [], [], 0
+    z_comp, z_comb = [], []
     for _ in range(draws):
         shape = (Kall.shape[0],)
         f = root @ torch.randn(shape, generator=generator, dtype=X.dtype, device=X.device)
@@ -178,27 +223,12 @@ def prior_draw_calibration(
             exact = Kall[n:, :n] @ torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
             comp = var - math_var
             ok = comp > floor
-            excluded += int((~ok).sum())
             z_comp.append(torch.where(ok, (mean - exact) / comp.clamp_min(floor).sqrt(), math.nan))
             z_comb.append((mean - f[n:]) / var.clamp_min(floor).sqrt())
     return {
-        "computational": _summary(torch.stack(z_comp), levels, excluded),
-        "combined": _summary(torch.stack(z_comb), levels, 0),
+        "computational": CalibrationStatistics.from_z(torch.stack(z_comp), levels),
+        "combined": CalibrationStatistics.from_z(torch.stack(z_comb), levels),
     }
-
-
-def _summary(z: torch.Tensor, levels: Sequence[float], excluded: int) -> CalibrationStatistics:
-    mean_z2, coverage = z_statistics(z, levels)
-    d = z.shape[0]
-    return CalibrationStatistics(
-        mean_z2=float(mean_z2.mean()),
-        mean_z2_se=float(mean_z2.std() / math.sqrt(d)),
-        levels=_levels(levels, z),
-        coverage=coverage.mean(0),
-        coverage_se=coverage.std(0) / math.sqrt(d),
-        draws=d,
-        excluded=excluded,
-    )
 
 
 def _levels(levels: Sequence[float], like: torch.Tensor) -> torch.Tensor:

@@ -134,3 +134,25 @@ def test_coverage_plot_is_written(tmp_path):
     )
     out = pn.plotting.plot_coverage({"exact GP": stats["combined"]}, tmp_path / "c.png")
     assert out.exists() and out.stat().st_size > 1000
+
+
+def test_from_z_pools_per_draw_means_and_counts_excluded_points():
+    z = torch.tensor([[0.0, 1.0, -2.0, float("nan")], [3.0, 0.5, 0.5, 0.5]], dtype=F64)
+    stats = pn.metrics.CalibrationStatistics.from_z(z, levels=(0.5,))
+    per_draw = torch.tensor([5 / 3, (9 + 0.75) / 4], dtype=F64)
+    assert stats.mean_z2 == pytest.approx(float(per_draw.mean()))
+    assert stats.mean_z2_se == pytest.approx(float(per_draw.std() / math.sqrt(2)))
+    assert stats.draws == 2 and stats.excluded == 1
+    with pytest.raises(ValueError, match="at least 2 draws"):
+        pn.metrics.CalibrationStatistics.from_z(z[:1])
+
+
+def test_fully_excluded_draws_are_left_out_and_nothing_left_is_nan():
+    nan = float("nan")
+    z = torch.tensor([[1.0, nan], [nan, nan], [2.0, 0.0], [0.0, 0.0]], dtype=F64)
+    stats = pn.metrics.CalibrationStatistics.from_z(z, levels=(0.5,))
+    assert stats.draws == 3 and stats.excluded == 3
+    assert stats.mean_z2 == pytest.approx((1.0 + 2.0 + 0.0) / 3)
+    none = pn.metrics.CalibrationStatistics.from_z(torch.full((3, 2), nan, dtype=F64))
+    assert none.draws == 0 and math.isnan(none.mean_z2) and math.isnan(none.mean_z2_se)
+    assert bool(torch.isnan(none.coverage).all())
