@@ -57,7 +57,14 @@ def render(data: dict) -> str:
         )
     out.append(
         _table(
-            ["method", "actions", "E[z²] range", "max |E[z²]−1|", "max |cov95−0.95|", "targets"],
+            [
+                "method",
+                "actions",
+                "E[z²] range",
+                "largest deviation of E[z²] from 1",
+                "largest deviation of coverage from 0.95",
+                "targets met",
+            ],
             rows,
         )
     )

@@ -34,7 +34,8 @@ def exact_variance(
         If CG does not reach the tolerance (an exact split cannot be claimed).
     """
     KXs, W = _exact_solves(cross, A, projector)
-    return prior_var - (KXs * W).sum(0)
+    with torch.no_grad():  # like ``var``: a reference value, not a training objective
+        return prior_var - (KXs * W).sum(0)
 
 
 def _exact_solves(
