@@ -474,6 +474,7 @@ def _to_json(all_results, times) -> dict[str, object]:
 
 
 def main() -> None:
+    global ACTION_SEEDS, DRAWS_PER_SEED, ADAPTIVE_DRAWS, N_TRAIN, BLOCK
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="concrete, σ² = 0.1, 40 draws")
     parser.add_argument("--json", type=Path, default=None, help="write every cell here")
@@ -483,7 +484,6 @@ def main() -> None:
     parser.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS))
     parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training subset size")
     args = parser.parse_args()
-    global ACTION_SEEDS, DRAWS_PER_SEED, ADAPTIVE_DRAWS, N_TRAIN, BLOCK
     if args.n_train != N_TRAIN:
         N_TRAIN, BLOCK = args.n_train, max(1, args.n_train // 10)
     datasets, noises, budgets = args.datasets, args.noises, tuple(sorted(args.budgets))

@@ -58,3 +58,17 @@ def spd():
 def kernel():
     """Factory of dense kernel Gram test matrices (see :func:`make_kernel`)."""
     return make_kernel
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test, restored afterwards.
+
+    For modules of many small products (``pytestmark = pytest.mark.usefixtures(
+    "one_thread")``): intra-op threading only adds synchronisation there, up to 10×
+    slower on a busy 2-core machine.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

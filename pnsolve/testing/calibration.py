@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import torch
 
 from ..linops.base import LinearOperator
+from ..metrics.calibration import CalibrationStatistics
 from ..policies.base import Policy
 from ..stopping.criteria import MaxIterations
 
-__all__ = ["CalibrationResult", "whitened_error_statistics"]
+__all__ = ["CalibrationResult", "assert_calibrated", "whitened_error_statistics"]
 
 
 @dataclass(frozen=True)
@@ -150,4 +151,36 @@ def whitened_error_statistics(
         )
     return CalibrationResult(
         torch.tensor(stats, dtype=torch.float64), torch.tensor(ranks, dtype=torch.int64), null
+    )
+
+
+def assert_calibrated(stats: CalibrationStatistics, z: float, level: float = 0.95) -> None:
+    """Assert ``E[z²] = 1`` and coverage ``= level`` within ``z`` standard errors each.
+
+    Parameters
+    ----------
+    stats
+        GP-level statistics, e.g. one entry of
+        :func:`~pnsolve.metrics.prior_draw_calibration`.
+    z
+        Threshold in standard errors, from
+        :func:`~pnsolve.testing.statistical_threshold` at the stated false-alarm level
+        (two checks per call).
+    level
+        The nominal coverage level checked (one of ``stats.levels``).
+
+    Raises
+    ------
+    AssertionError
+        Naming the statistic, its value, its standard error and the threshold.
+    """
+    dev = abs(stats.mean_z2 - 1.0)
+    assert dev <= z * stats.mean_z2_se, (
+        f"E[z²] = {stats.mean_z2:.4g} ± {stats.mean_z2_se:.2g} is {dev:.3g} from 1, more "
+        f"than {z:.3g} standard errors"
+    )
+    coverage, se = stats.coverage_at(level)
+    assert abs(coverage - level) <= z * se, (
+        f"coverage of the {level:g} interval = {coverage:.4f} ± {se:.2g}, more than {z:.3g} "
+        f"standard errors from {level:g}"
     )

@@ -30,6 +30,8 @@ from pnsolve.iterative import (
 )
 from pnsolve.testing import exact_tol, iterative_tol, krylov_tol
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 KERNEL = pn.kernels.Matern(nu=1.5, lengthscale=0.3)
 NOISE = 0.1
@@ -55,15 +57,6 @@ NAMES = sorted(_methods(1))
 #: with ‖S‖ < 1, so the variance never increases with the sweeps. (Not Chebyshev: its
 #: residual polynomial of degree m is no power of the one of degree 1.)
 MONOTONE = ["gauss_seidel", "jacobi", "richardson", "cyclic_projections_symmetric"]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small problems: one thread avoids OpenMP contention on the shared 2-core runners."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _data(n: int = N, t: int = T, seed: int = 0):

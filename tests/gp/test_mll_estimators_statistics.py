@@ -18,18 +18,10 @@ from pnsolve.gp.mll_estimators import PathwiseEstimator, StandardEstimator
 from pnsolve.kernels.base import inv_softplus
 from pnsolve.testing import krylov_tol, moment_z_scores, statistical_threshold
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 FALSE_ALARM = 1e-3  # family-wise per test (Bonferroni over the z-scores inside a test)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These loops run thousands of tiny (n ≤ 40) products, where intra-op threading only
-    adds synchronisation (10× slower on a busy 2-core machine); restore afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _gen(seed: int) -> torch.Generator:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-import torch
 from iterative_support import SOLVERS, EntryCounter, Problem, build_problem
 
 from pnsolve.iterative import KernelSystem
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(one_thread):
+    """Small problems: one thread (``tests/conftest.py``) for every test here."""
 
 
 @pytest.fixture
@@ -21,15 +25,6 @@ def problem() -> Callable[..., Problem]:
 def make_solver(request: pytest.FixtureRequest) -> Callable[..., object]:
     """Each solver kind in turn: a factory taking the solver's keyword arguments."""
     return SOLVERS[request.param]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Small problems: one thread avoids OpenMP contention on the shared 2-core runners."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

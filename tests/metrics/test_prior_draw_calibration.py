@@ -156,3 +156,20 @@ def test_fully_excluded_draws_are_left_out_and_nothing_left_is_nan():
     none = pn.metrics.CalibrationStatistics.from_z(torch.full((3, 2), nan, dtype=F64))
     assert none.draws == 0 and math.isnan(none.mean_z2) and math.isnan(none.mean_z2_se)
     assert bool(torch.isnan(none.coverage).all())
+
+
+def test_assert_calibrated_passes_within_and_fails_outside_the_threshold():
+    from pnsolve.testing.calibration import assert_calibrated
+
+    def stats(mean, cov):
+        levels = torch.tensor([0.95], dtype=F64)
+        se = torch.tensor([0.01], dtype=F64)
+        return pn.metrics.CalibrationStatistics(
+            mean, 0.05, levels, torch.tensor([cov], dtype=F64), se, draws=100
+        )
+
+    assert_calibrated(stats(1.1, 0.96), Z)
+    with pytest.raises(AssertionError, match="E\\[z²\\]"):
+        assert_calibrated(stats(1.0 + 1.01 * Z * 0.05, 0.95), Z)
+    with pytest.raises(AssertionError, match="coverage"):
+        assert_calibrated(stats(1.0, 0.95 - 1.01 * Z * 0.01), Z)
