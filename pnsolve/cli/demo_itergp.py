@@ -84,8 +84,10 @@ def _itergp_notes(rows: list[ItergpRow]) -> str:
         f"CG's computational variance is not an error bar: {seen}. CG's actions are "
         "residuals, so they depend on y, and conditioning on them is not exact Gaussian "
         "inference: the belief is not calibrated (over-confident early on, far too wide once "
-        "CG has converged). Policies whose actions do not depend on y (e.g. "
-        "pn.policies.Random) give calibrated beliefs on data drawn from the GP prior."
+        "CG has converged). Policies whose actions do not depend on y "
+        "(pn.policies.Lanczos(start='random'), PivotedCholesky, Random) and pn.gp.AffineGP "
+        "give calibrated beliefs on data drawn from the GP prior (posterior.calibrated; "
+        "docs/calibration.md)."
     )
     return "\n".join(textwrap.fill(line, width=100) for line in lines)
 
