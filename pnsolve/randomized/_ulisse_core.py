@@ -147,7 +147,9 @@ class _Run:
         return cls(
             A, M, alpha, beta, keep_directions, X, R, P=Z.clone(),
             rz=torch.linalg.vecdot(R, Z, dim=0), rn=rn, conv_tol=conv_tol, zero_rhs=zero_rhs,
-            done=done, broken=torch.zeros_like(done), started=rn <= alpha,
+            # the threshold is checked after each step, as in the seed's Algorithm 1: at
+            # least one deterministic CG step (l ≥ 1), even when ‖b − A x0‖ ≤ alpha
+            done=done, broken=torch.zeros_like(done), started=torch.zeros_like(done),
             threshold_iters=torch.zeros(k, dtype=torch.long, device=dev),
             alive=alive, by_roulette=torch.zeros_like(alive),
             est_converged=done.expand(E, k).clone(),
@@ -236,6 +238,7 @@ class _Run:
             converged=self.est_converged,
             residual_norms=torch.stack(self.history),
             variance_estimates=self.V,
+            cg_iterate=self.X,
             stop_reason=_stop_reason(self.zero_rhs, self.alive, self.broken, self.by_roulette),
         )
         keep = self.keep_directions

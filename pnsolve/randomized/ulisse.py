@@ -58,7 +58,10 @@ def ulisse(
         ``k`` independent estimates for the price of block products).
     alpha
         Early threshold, **absolute** as in the paper (which uses ``α = q √n``):
-        the roulette starts once ``‖b − A x_l‖₂ ≤ alpha`` (column-wise), ``≥ 0``.
+        the roulette starts once ``‖b − A x_l‖₂ ≤ alpha`` (column-wise), ``≥ 0``. As in
+        the paper's Algorithm 1 the residual is checked after each step, so ``l ≥ 1``
+        even when ``‖b − A x0‖ ≤ alpha`` (with the paper's ``α = √n`` and standardised
+        targets, ``‖y‖ = √n``, the first step is always deterministic).
         ``alpha = 0`` (or below the attainable residual) gives plain CG to
         convergence. Take ``alpha = q · ‖b‖`` for a relative threshold.
     beta
@@ -179,7 +182,7 @@ def _squeeze(info: UlisseInfo, dim: int, *, per_column: bool) -> UlisseInfo:
     """Drop the column (``dim=-1``) or the estimate (``dim=0``) dimension of ``info``."""
     fields = ["roulette_steps", "by_roulette", "converged", "variance_estimates"]
     if per_column:
-        fields += ["threshold_iterations", "residual_norms"]
+        fields += ["threshold_iterations", "residual_norms", "cg_iterate"]
     return replace(info, **{f: getattr(info, f).squeeze(dim) for f in fields})
 
 

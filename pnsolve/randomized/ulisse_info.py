@@ -60,6 +60,11 @@ class UlisseInfo(IterationInfo):
         estimate's covariance, given the deterministic CG path), shape ``(E, k)``;
         see :func:`~pnsolve.randomized.ulisse`, Notes. Heavy-tailed; average it
         over runs.
+    cg_iterate
+        The plain (unweighted) CG iterate ``x0 + Σ_i α_i p_i`` at truncation, shape of
+        ``b``: deterministic given the steps taken and closer to ``A⁻¹b`` than the
+        reweighted estimate, hence the warm start for a later, similar system
+        (``x0=info.cg_iterate``; the new estimate stays unbiased, whatever ``x0``).
     stop_reason
         ``ZERO_RHS`` (``b = 0``), ``MAX_ITERATIONS`` (some estimate was cut by
         ``maxiter``: biased), ``BREAKDOWN`` (some column hit zero curvature at
@@ -75,6 +80,7 @@ class UlisseInfo(IterationInfo):
     by_roulette: torch.Tensor
     converged: torch.Tensor
     variance_estimates: torch.Tensor
+    cg_iterate: torch.Tensor
 
     @property
     def unbiased(self) -> bool:

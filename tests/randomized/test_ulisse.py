@@ -294,3 +294,15 @@ def test_output_shape_follows_num_estimates(num_estimates, shape):
     del per_run[0 if num_estimates is None else 1]  # drop n: one value per estimate, column
     assert tuple(info.variance_estimates.shape) == tuple(per_run)
     assert tuple(info.converged.shape) == tuple(per_run)
+
+
+def test_the_first_step_is_always_deterministic_as_in_the_papers_algorithm():
+    # the threshold is checked after each CG step (Algorithm 1), so l ≥ 1 even when the
+    # initial residual is already below alpha
+    A = torch.diag(torch.arange(1.0, 11.0, dtype=torch.float64))
+    b = torch.ones(10, dtype=torch.float64)
+    _, info = pn.randomized.ulisse(
+        A, b, alpha=10 * float(b.norm()), beta=50.0, generator=torch.Generator().manual_seed(0)
+    )
+    assert int(info.threshold_iterations) == 1
+    assert int(info.roulette_steps) == 0  # β = 50: the roulette stops at once

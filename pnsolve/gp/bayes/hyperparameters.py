@@ -1,0 +1,198 @@
+"""The vector ``θ`` of log-hyperparameters of GP regression, and its kernel and noise."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ...kernels.base import StationaryKernel, inv_softplus
+from ...kernels.rbf import RBF
+from .._checks import check_model_kernel, check_noise
+from .priors import GammaPrior, LogPrior
+
+__all__ = ["PARAMETRIZATIONS", "LogHyperparameters"]
+
+#: ``"log"``: θ = (log outputscale, log lengthscale(s), log noise);
+#: ``"seed"``: the seed's eq. 1, θ = (log σ, log τ, log λ) for σ exp(−τ‖x − x'‖²) + λδ.
+PARAMETRIZATIONS = ("log", "seed")
+
+
+class LogHyperparameters:
+    """Log-space hyperparameters ``θ`` of a GP regression model ``y ~ N(0, K(θ) + λ I)``.
+
+    Samplers and optimisers move ``θ``; this class maps it to the kernel and the noise
+    and carries gradients back (chain rule through the kernel's softplus storage).
+
+    Parameters
+    ----------
+    kernel
+        A :class:`~pnsolve.kernels.StationaryKernel` (isotropic or ARD), copied: its
+        values are the starting point. The copy is what :meth:`kernel_at` updates.
+    noise
+        Noise variance ``λ > 0`` of the starting point.
+    parametrization
+        ``"log"`` (default): ``θ = (log outputscale, log lengthscale_1, …, log
+        lengthscale_d, log noise)`` (one lengthscale unless ARD). ``"seed"``: the
+        covariance of Filippone & Engler (2015), eq. 1,
+        ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ``, ``θ = (log σ, log τ, log λ)``; an
+        isotropic :class:`~pnsolve.kernels.RBF` with ``τ = 1 / (2 ℓ²)``.
+    priors
+        One :class:`LogPrior` per entry of ``θ`` (default ``GammaPrior(1, 1)`` each), or
+        a single prior used for every entry.
+
+    Attributes
+    ----------
+    names
+        Parameter names, e.g. ``("log_sigma", "log_tau", "log_lambda")``.
+    dim
+        ``p = len(names)``.
+    """
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        noise: float,
+        *,
+        parametrization: str = "log",
+        priors: LogPrior | Sequence[LogPrior] | None = None,
+    ) -> None:
+        kernel = check_model_kernel(kernel)
+        self.noise0 = check_noise(noise)
+        if parametrization not in PARAMETRIZATIONS:
+            raise ValueError(
+                f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}"
+            )
+        if parametrization == "seed" and (type(kernel) is not RBF or kernel.ard_dims):
+            raise ValueError(
+                "parametrization='seed' (σ exp(−τ‖x − x'‖²) + λδ) needs an isotropic "
+                f"pnsolve.kernels.RBF, got {kernel!r}"
+            )
+        self.parametrization = parametrization
+        self.kernel = copy.deepcopy(kernel)
+        for p in self.kernel.parameters():
+            p.requires_grad_(True)
+        ls = self.kernel.ard_dims or 1
+        if parametrization == "seed":
+            self.names: tuple[str, ...] = ("log_sigma", "log_tau", "log_lambda")
+        elif ls == 1:
+            self.names = ("log_outputscale", "log_lengthscale", "log_noise")
+        else:
+            lengths = tuple(f"log_lengthscale_{i + 1}" for i in range(ls))
+            self.names = ("log_outputscale", *lengths, "log_noise")
+        self.dim = len(self.names)
+        self._lengthscales = ls
+        self.priors = _priors(priors, self.dim)
+
+    # ------------------------------------------------------------------ mapping
+    def initial(self) -> torch.Tensor:
+        """``θ`` of the kernel and noise given at construction, float64, shape ``(p,)``."""
+        with torch.no_grad():
+            log_os = torch.log(self.kernel.outputscale).reshape(1)
+            log_ls = torch.log(self.kernel.lengthscale).reshape(-1)
+            if self.parametrization == "seed":
+                log_ls = -math.log(2.0) - 2.0 * log_ls  # log τ = −log 2 − 2 log ℓ
+            log_noise = torch.tensor([math.log(self.noise0)], dtype=torch.float64)
+            return torch.cat([log_os, log_ls, log_noise]).to(torch.float64)
+
+    def check(self, theta: object) -> torch.Tensor:
+        """``theta`` as a finite float64 tensor of shape ``(p,)`` (errors name it)."""
+        if not isinstance(theta, torch.Tensor):
+            theta = torch.as_tensor(theta, dtype=torch.float64)
+        if theta.shape != (self.dim,):
+            raise ValueError(
+                f"theta must have shape ({self.dim},) for parameters {self.names}, got "
+                f"{tuple(theta.shape)}"
+            )
+        if not bool(torch.isfinite(theta).all()):
+            raise ValueError(f"theta must be finite, got {theta.tolist()}")
+        return theta.detach().to(torch.float64)
+
+    def lengthscale(self, theta: torch.Tensor) -> torch.Tensor:
+        """Lengthscale(s) ``ℓ`` at ``θ``: shape ``()`` or ``(d,)``."""
+        u = theta[1 : 1 + self._lengthscales]
+        if self.parametrization == "seed":
+            u = -0.5 * (u + math.log(2.0))  # ℓ = (2τ)^(−1/2)
+        return torch.exp(u).reshape(()) if self._lengthscales == 1 else torch.exp(u)
+
+    def noise_at(self, theta: torch.Tensor) -> float:
+        """Noise variance ``λ = exp(θ_last)``."""
+        return math.exp(float(theta[-1]))
+
+    def kernel_at(self, theta: torch.Tensor) -> StationaryKernel:
+        """The kernel at ``θ`` (this object's copy, updated in place, gradients zeroed)."""
+        theta = self.check(theta)
+        with torch.no_grad():
+            self.kernel.raw_outputscale.copy_(inv_softplus(torch.exp(theta[0])))
+            ls = self.lengthscale(theta).to(self.kernel.raw_lengthscale.dtype)
+            self.kernel.raw_lengthscale.copy_(
+                inv_softplus(ls).reshape_as(self.kernel.raw_lengthscale)
+            )
+        for p in self.kernel.parameters():
+            p.grad = None
+        return self.kernel
+
+    def chain_rule(self, theta: torch.Tensor, noise_grad: float) -> torch.Tensor:
+        """``∂S/∂θ`` from the kernel's raw-parameter ``.grad`` and ``∂S/∂λ``.
+
+        With ``φ = softplus(raw)``: ``∂S/∂ log φ = (∂S/∂raw) · φ / sigmoid(raw)``; for the
+        seed parametrization ``∂S/∂ log τ = −½ ∂S/∂ log ℓ``.
+
+        Parameters
+        ----------
+        theta
+            The point, shape ``(p,)``.
+        noise_grad
+            ``∂S/∂λ`` (the noise enters ``K̂`` linearly: ``Σ_c u_cᵀ w_c``).
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(p,)``, float64.
+        """
+        k = self.kernel
+        out = torch.zeros(self.dim, dtype=torch.float64)
+        for raw, sl in (
+            (k.raw_outputscale, slice(0, 1)),
+            (k.raw_lengthscale, slice(1, self.dim - 1)),
+        ):
+            g = torch.zeros_like(raw) if raw.grad is None else raw.grad
+            value = torch.nn.functional.softplus(raw.detach())
+            out[sl] = (g.detach() * value / torch.sigmoid(raw.detach())).reshape(-1).double()
+        if self.parametrization == "seed":
+            out[1] = -0.5 * out[1]
+        out[-1] = noise_grad * self.noise_at(theta)
+        return out
+
+    # ------------------------------------------------------------------ priors
+    def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
+        """``Σ_i log p_i(θ_i)`` (log-space densities), 0-d float64 tensor."""
+        theta = self.check(theta)
+        return sum(
+            (pr.log_density(theta[i]) for i, pr in enumerate(self.priors)),
+            torch.zeros((), dtype=torch.float64),
+        )
+
+    def log_prior_grad(self, theta: torch.Tensor) -> torch.Tensor:
+        """``∇_θ log p(θ)``, shape ``(p,)``."""
+        theta = self.check(theta)
+        return torch.stack([pr.grad(theta[i]) for i, pr in enumerate(self.priors)])
+
+    def __repr__(self) -> str:
+        return (
+            f"LogHyperparameters({type(self.kernel).__name__}, names={self.names}, "
+            f"parametrization={self.parametrization!r})"
+        )
+
+
+def _priors(priors: LogPrior | Sequence[LogPrior] | None, dim: int) -> tuple[LogPrior, ...]:
+    if priors is None:
+        return tuple(GammaPrior() for _ in range(dim))
+    if isinstance(priors, LogPrior):
+        return (priors,) * dim
+    priors = tuple(priors)
+    if len(priors) != dim or not all(isinstance(p, LogPrior) for p in priors):
+        raise ValueError(f"priors must be one LogPrior or {dim} of them, got {priors!r}")
+    return priors

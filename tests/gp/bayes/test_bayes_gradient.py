@@ -1,0 +1,135 @@
+"""Gradients of the log marginal likelihood in log space (seed 000, eqs. 8–9)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import pnsolve as pn
+from pnsolve.gp.bayes import LogHyperparameters, LogMarginalGradient, exact_log_marginal
+from pnsolve.testing import rtol_for, statistical_threshold
+
+F64 = torch.float64
+FALSE_ALARM = 1e-4  # per component; 3 components per test, two tests
+Z = statistical_threshold(FALSE_ALARM)
+DRAWS = 2000  # gradient estimates per statistical test
+N = 60
+
+
+def _clustered(n: int = N, seed: int = 0):
+    """Inputs at 3 distinct locations: K has rank 3, K̂ = K + λI has 4 distinct
+    eigenvalues, so CG terminates after at most 4 steps and ULISSE's variance is small
+    (DESIGN §5: test unbiasedness where CG terminates early)."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.rand(3, 2, generator=g, dtype=F64)
+    X = centres[torch.arange(n) % 3]
+    y = torch.randn(n, generator=g, dtype=F64)
+    return X, y
+
+
+def _params(parametrization="seed"):
+    kernel = pn.kernels.RBF(lengthscale=0.3, outputscale=1.0)
+    return LogHyperparameters(kernel, 0.5, parametrization=parametrization)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        pn.kernels.RBF(lengthscale=0.8, outputscale=1.2),
+        pn.kernels.Matern(nu=1.5, lengthscale=torch.tensor([0.7, 1.3]), outputscale=1.5),
+    ],
+    ids=["rbf", "matern-ard"],
+)
+def test_exact_gradient_matches_central_differences(kernel):
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(40, 2, generator=g, dtype=F64)
+    y = torch.randn(40, generator=g, dtype=F64)
+    params = LogHyperparameters(kernel, 0.3)
+    theta = params.initial()
+    _, grad = exact_log_marginal(params, X, y, theta, grad=True)
+    h = 1e-6
+    for i in range(params.dim):
+        e = torch.zeros(params.dim, dtype=F64)
+        e[i] = h
+        fd = (
+            exact_log_marginal(params, X, y, theta + e)[0]
+            - exact_log_marginal(params, X, y, theta - e)[0]
+        ) / (2 * h)
+        # central differences: O(h²) truncation plus O(eps/h) rounding of the values
+        assert abs(float(grad[i]) - fd) <= math.sqrt(rtol_for(F64)) * (1 + abs(fd))
+
+
+def test_seed_parametrization_is_the_seed_covariance():
+    X, y = _clustered()
+    params = _params("seed")
+    theta = torch.tensor([0.1, -0.3, -1.0], dtype=F64)
+    s, t, lam = theta.exp()
+    K = s * torch.exp(-t * torch.cdist(X, X) ** 2) + lam * torch.eye(N, dtype=F64)
+    ref = torch.distributions.MultivariateNormal(torch.zeros(N, dtype=F64), K).log_prob(y)
+    value, _ = exact_log_marginal(params, X, y, theta)
+    assert value == pytest.approx(float(ref), rel=rtol_for(F64))
+    assert params.names == ("log_sigma", "log_tau", "log_lambda")
+
+
+def _estimates(method: str, alpha: float, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    X, y = _clustered()
+    params = _params()
+    theta = params.initial()
+    exact = LogMarginalGradient(params, X, y, method="exact")(theta).grad
+    est = LogMarginalGradient(
+        params, X, y, method=method, generator=torch.Generator().manual_seed(seed),
+        redraw_every=1, alpha=alpha,
+    )  # fmt: skip
+    return exact, torch.stack([est(theta).grad for _ in range(DRAWS)])
+
+
+@pytest.mark.statistical
+def test_ulisse_gradient_is_unbiased():
+    exact, G = _estimates("ulisse", 0.3 * math.sqrt(N))
+    z = (G.mean(0) - exact) / (G.std(0) / math.sqrt(DRAWS))
+    assert bool((z.abs() <= Z).all()), z
+
+
+@pytest.mark.statistical
+def test_truncated_cg_gradient_is_biased():
+    exact, G = _estimates("cg", 0.3 * math.sqrt(N))
+    z = (G.mean(0) - exact) / (G.std(0) / math.sqrt(DRAWS))
+    assert float(z.abs().max()) > Z, z
+
+
+def test_probes_are_kept_and_solves_warm_started_between_redraws():
+    X, y = _clustered()
+    params = _params()
+    est = LogMarginalGradient(
+        params, X, y, generator=torch.Generator().manual_seed(0), redraw_every=3, alpha=0.5
+    )
+    theta = params.initial()
+    flags = [est(theta).redrawn for _ in range(7)]
+    assert flags == [True, False, False, True, False, False, True]
+    probes = est.probes.clone()
+    est(theta + 0.01)
+    assert torch.equal(est.probes, probes)  # kept between redraws
+    assert est.warm is not None and est.warm.shape == (N, 1 + est.num_probes)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "newton"}, "method must be one of"),
+        ({"num_probes": 0}, "num_probes"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"beta": 0.0}, "beta"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, match):
+    X, y = _clustered()
+    with pytest.raises((ValueError, TypeError), match=match):
+        LogMarginalGradient(_params(), X, y, generator=torch.Generator(), **kwargs)
+
+
+def test_a_generator_is_required_for_stochastic_gradients():
+    X, y = _clustered()
+    with pytest.raises(TypeError, match="generator"):
+        LogMarginalGradient(_params(), X, y, method="ulisse")
