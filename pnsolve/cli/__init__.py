@@ -1,4 +1,4 @@
-"""The ``pnsolve`` command line: ``demo``, ``fit`` and ``bench`` (see ``pnsolve --help``).
+"""The ``pnsolve`` command line: ``demo``, ``fit``, ``sample``, ``bench`` (``pnsolve --help``).
 
 The top of the layers: command-line apps built on the library, never imported by it.
 """

@@ -149,8 +149,10 @@ def _build_parser() -> argparse.ArgumentParser:
     )
 
     from .fit import add_fit_parser
+    from .sample import add_sample_parser
 
     add_fit_parser(sub)
+    add_sample_parser(sub)
 
     bench = sub.add_parser(
         "bench",
@@ -184,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .fit import run_fit
 
             return run_fit(args)
+        if args.command == "sample":
+            from .sample import run_sample
+
+            return run_sample(args)
         if args.command == "bench":
             script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_all.py"
             if not script.exists():

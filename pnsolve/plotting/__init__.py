@@ -3,6 +3,7 @@
 from .convergence import plot_convergence
 from .coverage import plot_coverage
 from .gp_band import draw_gp_band, plot_gp_band
+from .mcmc import plot_psrf, plot_traces
 from .tradeoff import plot_tradeoff
 from .training import plot_training
 
@@ -11,6 +12,8 @@ __all__ = [
     "plot_convergence",
     "plot_coverage",
     "plot_gp_band",
+    "plot_psrf",
+    "plot_traces",
     "plot_tradeoff",
     "plot_training",
 ]

@@ -7,6 +7,7 @@ gradient Langevin dynamics, with unbiased gradient estimates from randomly trunc
 (:class:`LogMarginalGradient`); the exact-likelihood reference is Metropolis–Hastings.
 """
 
+from .chains import SAMPLERS, ChainConfig, HyperSamples, sample_hyperparameters
 from .exact import exact_log_marginal
 from .gradient import GRADIENTS, GradientEstimate, LogMarginalGradient
 from .hyperparameters import PARAMETRIZATIONS, LogHyperparameters
@@ -18,9 +19,12 @@ from .sgld import SGLD, SGLDResult, SGLDState, step_schedule
 __all__ = [
     "GRADIENTS",
     "PARAMETRIZATIONS",
+    "SAMPLERS",
     "SGLD",
+    "ChainConfig",
     "GammaPrior",
     "GradientEstimate",
+    "HyperSamples",
     "LaplaceFit",
     "LogHyperparameters",
     "LogMarginalGradient",
@@ -32,5 +36,6 @@ __all__ = [
     "exact_log_marginal",
     "laplace_preconditioner",
     "log_posterior",
+    "sample_hyperparameters",
     "step_schedule",
 ]

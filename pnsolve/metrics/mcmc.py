@@ -1,0 +1,537 @@
+"""MCMC diagnostics: Gelman–Rubin PSRF, rank-normalised split-R̂, bulk ESS, summaries.
+
+Samples are arrays of shape ``(chains, draws, parameters)`` (torch tensors or anything
+``numpy.asarray`` accepts), as the samplers and ``pnsolve sample`` write them.
+
+* :func:`gelman_rubin` — the potential scale reduction factor of Gelman & Rubin (1992)
+  with the degrees-of-freedom correction and the upper confidence limit of Brooks &
+  Gelman (1998), as R coda's ``gelman.diag`` reports it ("Point est.", "Upper C.I.") and
+  as seed 000 (Filippone & Engler 2015, Fig. 5: "PSRF median / PSRF 97.5%") plots it;
+  :func:`psrf_curve` evaluates it on growing prefixes of the chains.
+* :func:`split_rhat` and :func:`ess` — rank-normalised split-R̂ and bulk effective
+  sample size of Vehtari, Gelman, Simpson, Carpenter & Bürkner (2021). They call ArviZ
+  (``arviz_stats.base.array_stats.rhat(..., method="rank")`` and
+  ``.ess(..., method="bulk")``; install with ``pip install 'pnsolve[mcmc]'``) when it is
+  importable, and otherwise a small implementation of the same formulas in torch
+  (``backend="fallback"``) that agrees with ArviZ to rounding.
+* :func:`mcmc_summary` — per-parameter mean, sd, PSRF, split-R̂ and ESS.
+
+All quantities are computed in float64 and returned in the dtype (float32 or float64)
+and on the device of the samples; integer samples give the default dtype.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+
+from .._core.validation import check_finite, check_real_dtype
+
+__all__ = [
+    "PSRF_THRESHOLD",
+    "ParameterSummary",
+    "ess",
+    "gelman_rubin",
+    "mcmc_summary",
+    "psrf_curve",
+    "split_rhat",
+]
+
+Backend = Literal["auto", "arviz", "fallback"]
+
+#: Customary convergence threshold for the PSRF (Gelman et al.; seed 000's target).
+PSRF_THRESHOLD = 1.1
+#: Fewest draws per chain the diagnostics accept (split chains keep two draws per half).
+MIN_DRAWS = 4
+#: Fewest chains for between-chain diagnostics (PSRF, split-R̂).
+MIN_CHAINS = 2
+#: Confidence of the PSRF's upper limit (coda's default: the 97.5 % quantile).
+DEFAULT_CONFIDENCE = 0.95
+#: Blom's (1958) offset in the normal scores ``Φ⁻¹((r − 3/8) / (S + 1/4))`` of ranks ``r``.
+BLOM_OFFSET = 3.0 / 8.0
+
+_F64 = torch.float64
+
+
+@dataclass(frozen=True)
+class ParameterSummary:
+    """One parameter's row of :func:`mcmc_summary`.
+
+    Attributes
+    ----------
+    name
+        The parameter's name.
+    mean, sd
+        Posterior mean and standard deviation over all chains and draws.
+    psrf, psrf_upper
+        Gelman–Rubin PSRF and its upper confidence limit (:func:`gelman_rubin`);
+        ``NaN`` with a single chain.
+    split_rhat
+        Rank-normalised split-R̂ (:func:`split_rhat`); ``NaN`` with a single chain.
+    ess
+        Bulk effective sample size over all chains (:func:`ess`).
+    """
+
+    name: str
+    mean: float
+    sd: float
+    psrf: float
+    psrf_upper: float
+    split_rhat: float
+    ess: float
+
+
+# ------------------------------------------------------------------------ Gelman–Rubin
+
+
+def gelman_rubin(
+    samples: torch.Tensor | ArrayLike, *, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Potential scale reduction factor (PSRF) and its upper confidence limit.
+
+    With ``m`` chains of ``n`` draws, chain means ``x̄_j`` and variances ``s_j²``:
+    ``W = mean(s_j²)``, ``B = n var(x̄_j)``, the pooled variance
+    ``V = (n−1)/n W + (1 + 1/m) B/n`` and ``R² = V/W``. ``V``'s sampling variance (from
+    ``var(s_j²)``, ``B`` and ``cov(s_j², x̄_j)``, ``cov(s_j², x̄_j²)``) gives its degrees
+    of freedom ``d = 2V²/var(V)``; the PSRF is ``√((d+3)/(d+1) · R²)`` (Brooks & Gelman
+    1998). The upper limit replaces the between-chain part ``(1 + 1/m) B/(nW)`` by its
+    ``(1 + confidence)/2`` quantile, taking ``B/W`` as F-distributed with ``m − 1`` and
+    ``2W²/var(W)`` degrees of freedom. This is R coda's ``gelman.diag`` on the samples as
+    given (``autoburnin = FALSE``: discard burn-in before calling).
+
+    Values near 1 say the chains agree; seed 000 asks for ``< 1.1``
+    (:data:`PSRF_THRESHOLD`). Identical chains give ``√((n−1)/n)``.
+
+    Parameters
+    ----------
+    samples
+        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 2``, ``draws ≥ 4``,
+        finite.
+    confidence
+        Level of the upper limit, in ``(0, 1)``; ``0.95`` gives coda's 97.5 % quantile.
+
+    Returns
+    -------
+    psrf : torch.Tensor
+        Point estimate, shape ``(parameters,)``.
+    upper : torch.Tensor
+        Upper confidence limit, shape ``(parameters,)``.
+
+    Notes
+    -----
+    Degenerate cases: a parameter constant within every chain has ``W = 0`` and gets
+    ``inf`` (chains stuck at different values) or ``NaN`` (all draws equal); a negative
+    estimate of ``var(V)`` (its terms are estimated separately) is taken as 0, i.e.
+    ``d = ∞``, where coda would report a meaningless negative ``d``.
+
+    Raises
+    ------
+    ValueError
+        If ``samples`` has the wrong shape, too few chains or draws, or NaN/Inf values,
+        or ``confidence`` is not in ``(0, 1)``.
+    """
+    x = _as_samples(samples, min_chains=MIN_CHAINS)
+    level = _check_confidence(confidence)
+    psrf, upper = _psrf(x.to(_F64), level)
+    return psrf.to(x.dtype), upper.to(x.dtype)
+
+
+def psrf_curve(
+    samples: torch.Tensor | ArrayLike,
+    steps: Sequence[int],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PSRF and its upper limit on the first ``k`` draws of every chain, for each ``k``.
+
+    The convergence curve of seed 000's Fig. 5 (right): :func:`gelman_rubin` on growing
+    prefixes of the chains.
+
+    Parameters
+    ----------
+    samples
+        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 2``, ``draws ≥ 4``.
+    steps
+        Prefix lengths ``k``, integers with ``4 ≤ k ≤ draws`` (e.g. evenly spaced).
+    confidence
+        Level of the upper limit (see :func:`gelman_rubin`).
+
+    Returns
+    -------
+    psrf : torch.Tensor
+        Point estimates, shape ``(len(steps), parameters)``.
+    upper : torch.Tensor
+        Upper confidence limits, shape ``(len(steps), parameters)``.
+
+    Raises
+    ------
+    ValueError
+        For bad ``samples`` (see :func:`gelman_rubin`) or a ``k`` outside
+        ``[4, draws]``; ``TypeError`` for non-integer ``steps``.
+    """
+    x = _as_samples(samples, min_chains=MIN_CHAINS)
+    level = _check_confidence(confidence)
+    ks = _check_steps(steps, x.shape[1])
+    x64 = x.to(_F64)
+    pairs = [_psrf(x64[:, :k], level) for k in ks]
+    psrf = torch.stack([p for p, _ in pairs])
+    upper = torch.stack([u for _, u in pairs])
+    return psrf.to(x.dtype), upper.to(x.dtype)
+
+
+def _psrf(x: torch.Tensor, level: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Point estimate and upper limit of the PSRF of float64 ``x`` ``(m, n, p)``."""
+    m, n = x.shape[0], x.shape[1]
+    xbar = x.mean(1)  # (m, p)
+    s2 = x.var(1)  # (m, p), unbiased
+    w = s2.mean(0)
+    b = n * xbar.var(0)
+    mu = xbar.mean(0)
+    var_w = s2.var(0) / m
+    var_b = 2.0 * b.square() / (m - 1)
+    cov_wb = (n / m) * (_cov(s2, xbar.square()) - 2.0 * mu * _cov(s2, xbar))
+    scale = 1.0 + 1.0 / m
+    V = (n - 1) / n * w + scale * b / n
+    var_V = ((n - 1) ** 2 * var_w + scale**2 * var_b + 2.0 * (n - 1) * scale * cov_wb) / n**2
+    df_V = 2.0 * V.square() / var_V.clamp_min(0.0)  # inf when var(V) = 0
+    df_adj = 1.0 + 2.0 / (df_V + 1.0)  # (d + 3)/(d + 1), → 1 as d → ∞
+    df_W = 2.0 * w.square() / var_w  # inf when the chains' variances agree exactly
+    r2_fixed = (n - 1) / n
+    r2_random = scale * b / (n * w)
+    quantile = _f_quantile((1.0 + level) / 2.0, m - 1, df_W)
+    psrf = torch.sqrt(df_adj * (r2_fixed + r2_random))
+    upper = torch.sqrt(df_adj * (r2_fixed + quantile * r2_random))
+    stuck = torch.where(b > 0, math.inf, math.nan).to(x)  # W = 0: constant chains
+    return torch.where(w > 0, psrf, stuck), torch.where(w > 0, upper, stuck)
+
+
+def _cov(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Covariance over chains (axis 0, divisor ``m − 1``) of matching columns."""
+    return ((a - a.mean(0)) * (c - c.mean(0))).sum(0) / (a.shape[0] - 1)
+
+
+def _f_quantile(q: float, dfn: int, dfd: torch.Tensor) -> torch.Tensor:
+    """Quantile ``q`` of F(``dfn``, ``dfd``) per entry; ``dfd = ∞`` gives ``χ²_dfn / dfn``."""
+    from scipy.stats import chi2, f
+
+    d = dfd.detach().cpu().numpy()
+    finite = np.isfinite(d) & (d > 0)
+    out = np.where(finite, f.ppf(q, dfn, np.where(finite, d, 1.0)), chi2.ppf(q, dfn) / dfn)
+    out = np.where(np.isnan(d), np.nan, out)
+    return torch.as_tensor(out, dtype=dfd.dtype, device=dfd.device)
+
+
+# ---------------------------------------------------------- split-R̂ and ESS (Vehtari)
+
+
+def split_rhat(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torch.Tensor:
+    """Rank-normalised split-R̂ (Vehtari et al. 2021), per parameter.
+
+    Each chain is split into halves (the middle draw of an odd length is dropped), all
+    draws are replaced by the normal scores of their ranks, and R̂ is the larger of the
+    classic ``√(((n−1)/n W + B/n)/W)`` on these scores (bulk) and on the scores of the
+    absolute deviations from the median (tail). Vehtari et al. recommend ``< 1.01``.
+
+    Parameters
+    ----------
+    samples
+        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 2``, ``draws ≥ 4``.
+    backend
+        ``"arviz"`` (``arviz_stats.base.array_stats.rhat(..., method="rank")``),
+        ``"fallback"`` (this module's implementation) or ``"auto"`` (ArviZ when
+        importable).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(parameters,)``; ``NaN`` for a parameter whose draws are all equal.
+
+    Raises
+    ------
+    ValueError
+        For bad ``samples`` or ``backend``.
+    ImportError
+        For ``backend="arviz"`` without arviz-stats installed.
+    """
+    x = _as_samples(samples, min_chains=MIN_CHAINS)
+    stats = _arviz(backend)
+    if stats is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):  # all draws equal: NaN
+            out = stats.rhat(_numpy(x), chain_axis=0, draw_axis=1, method="rank")
+        return _from_numpy(out, x)
+    x64 = x.to(_F64)
+    values = [_rank_rhat(x64[:, :, j]) for j in range(x.shape[2])]
+    return torch.stack(values).to(x.dtype)
+
+
+def ess(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torch.Tensor:
+    """Bulk effective sample size (Vehtari et al. 2021), per parameter, over all chains.
+
+    Split chains, normal scores of the ranks (as in :func:`split_rhat`), then Geyer's
+    initial monotone sequence estimator of the autocorrelation time ``τ`` from the
+    chains' FFT autocovariances combined as in Stan: ``ρ_t = 1 − (W − mean_j γ_j(t))/V``
+    with ``V`` the pooled variance; ``ESS = S/τ`` for ``S`` draws in all. For
+    independent AR(1) chains with coefficient ``φ`` it is about
+    ``S (1 − φ)/(1 + φ)``; it may exceed ``S`` for antithetic chains (capped at
+    ``S log₁₀ S`` as in Stan).
+
+    Parameters
+    ----------
+    samples
+        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 1``, ``draws ≥ 4``.
+    backend
+        ``"arviz"`` (``arviz_stats.base.array_stats.ess(..., method="bulk")``),
+        ``"fallback"`` or ``"auto"`` (ArviZ when importable).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(parameters,)``.
+
+    Raises
+    ------
+    ValueError
+        For bad ``samples`` or ``backend``.
+    ImportError
+        For ``backend="arviz"`` without arviz-stats installed.
+    """
+    x = _as_samples(samples, min_chains=1)
+    stats = _arviz(backend)
+    if stats is not None:
+        out = stats.ess(_numpy(x), chain_axis=0, draw_axis=1, method="bulk")
+        return _from_numpy(out, x)
+    x64 = x.to(_F64)
+    values = [_ess(_normal_scores(_split(x64[:, :, j]))) for j in range(x.shape[2])]
+    return torch.stack(values).to(x.dtype)
+
+
+def _arviz(backend: object) -> Any:
+    """ArviZ's array interface (``arviz_stats.base.array_stats``) or ``None``."""
+    if backend not in ("auto", "arviz", "fallback"):
+        raise ValueError(f"backend must be 'auto', 'arviz' or 'fallback', got {backend!r}")
+    if backend == "fallback":
+        return None
+    try:
+        return importlib.import_module("arviz_stats.base").array_stats
+    except ImportError as err:
+        if backend == "arviz":
+            raise ImportError(
+                "backend='arviz' needs arviz-stats: pip install 'pnsolve[mcmc]' "
+                "(or use backend='fallback')"
+            ) from err
+        return None
+
+
+def _split(y: torch.Tensor) -> torch.Tensor:
+    """``(m, n)`` chains → ``(2m, n // 2)`` halves (an odd length drops the middle draw)."""
+    half = y.shape[1] // 2
+    return torch.cat([y[:, :half], y[:, y.shape[1] - half :]])
+
+
+def _normal_scores(y: torch.Tensor) -> torch.Tensor:
+    """Blom normal scores ``Φ⁻¹((r − 3/8)/(S + 1/4))`` of average ranks ``r`` over all of ``y``."""
+    flat = y.reshape(-1)
+    ordered, order = torch.sort(flat)
+    _, group, counts = torch.unique_consecutive(ordered, return_inverse=True, return_counts=True)
+    last = torch.cumsum(counts, 0).to(y.dtype)  # 1-based rank of each tie group's last entry
+    mean_rank = last - (counts.to(y.dtype) - 1.0) / 2.0  # ties share their average rank
+    ranks = torch.empty_like(flat)
+    ranks[order] = mean_rank[group]
+    size = flat.numel()
+    scores = torch.special.ndtri((ranks - BLOM_OFFSET) / (size - 2.0 * BLOM_OFFSET + 1.0))
+    return scores.reshape(y.shape)
+
+
+def _classic_rhat(y: torch.Tensor) -> torch.Tensor:
+    """``√(((n−1)/n W + B/n)/W)`` of chains ``y`` ``(m, n)``."""
+    n = y.shape[1]
+    between = n * y.mean(1).var()
+    within = y.var(1).mean()
+    return torch.sqrt((between / within + n - 1) / n)
+
+
+def _rank_rhat(y: torch.Tensor) -> torch.Tensor:
+    """Rank-normalised split-R̂ of one parameter's chains ``y`` ``(m, n)``."""
+    halves = _split(y)
+    bulk = _classic_rhat(_normal_scores(halves))
+    folded = (halves - _median(halves)).abs()
+    tail = _classic_rhat(_normal_scores(folded))
+    return torch.maximum(bulk, tail)
+
+
+def _median(y: torch.Tensor) -> torch.Tensor:
+    """Median of all of ``y``; for an even count ``(a + b)/2`` of the middle pair, as numpy.
+
+    The same rounding as numpy matters: the folded draws ``|y − median|`` of the middle
+    pair tie exactly or not, and ties change the ranks.
+    """
+    ordered = y.reshape(-1).sort().values
+    mid = ordered.numel() // 2
+    return ordered[mid] if ordered.numel() % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _autocov(y: torch.Tensor) -> torch.Tensor:
+    """Biased autocovariances ``γ_j(t)``, ``t = 0 … n−1``, of each chain of ``y`` ``(m, n)``."""
+    n = y.shape[1]
+    centred = y - y.mean(1, keepdim=True)
+    spectrum = torch.fft.rfft(centred, n=2 * n)  # zero padding: linear, not circular
+    return torch.fft.irfft(spectrum.abs().square(), n=2 * n)[:, :n] / n
+
+
+def _ess(y: torch.Tensor) -> torch.Tensor:
+    """Effective sample size of chains ``y`` ``(m, n)`` (Geyer, combined as in Stan)."""
+    m, n = y.shape
+    size = float(m * n)
+    if float(y.max() - y.min()) < torch.finfo(_F64).resolution:
+        return torch.tensor(size, dtype=y.dtype, device=y.device)  # constant: as ArviZ
+    acov = _autocov(y).mean(0)  # mean over chains, per lag
+    within = acov[0] * n / (n - 1.0)
+    pooled = within * (n - 1.0) / n + (y.mean(1).var() if m > 1 else 0.0)
+    rho = 1.0 - (within - acov) / pooled
+    rho[0] = 1.0
+    # Pairs Γ_k = ρ_2k + ρ_2k+1 for k = 0 … K (lags up to n − 2); the sum stops before the
+    # first non-positive pair J (Geyer's initial positive sequence), whose even lag still
+    # counts once if positive; the pairs before J are made non-increasing (monotone).
+    last = max((n - 3) // 2, 0)
+    pairs = rho[0 : 2 * last + 1 : 2] + rho[1 : 2 * last + 2 : 2]
+    nonpositive = (pairs[1:] <= 0).nonzero()
+    J = int(nonpositive[0, 0]) + 1 if len(nonpositive) else last
+    if bool(pairs[0] <= 0):
+        J = 0
+    even = rho[2 * J]  # ρ_0 = 1 when J = 0
+    tail = even if (J > 0 and bool(pairs[J] >= 0)) or bool(even > 0) else even.new_zeros(())
+    monotone = torch.cummin(pairs[:J], 0).values if J > 0 else pairs[:0]
+    tau = -1.0 + 2.0 * monotone.sum() + tail
+    tau = torch.clamp(tau, min=1.0 / math.log10(size))
+    return size / tau
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def mcmc_summary(
+    samples: torch.Tensor | ArrayLike,
+    names: Sequence[str] | None = None,
+    *,
+    backend: Backend = "auto",
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[ParameterSummary]:
+    """Per-parameter posterior mean, sd, PSRF (with upper limit), split-R̂ and bulk ESS.
+
+    Parameters
+    ----------
+    samples
+        Draws, shape ``(chains, draws, parameters)``, ``draws ≥ 4``. With a single chain
+        the between-chain diagnostics (PSRF, split-R̂) are ``NaN``.
+    names
+        One name per parameter; default ``θ0, θ1, …``.
+    backend
+        For :func:`split_rhat` and :func:`ess`.
+    confidence
+        Level of the PSRF's upper limit (:func:`gelman_rubin`).
+
+    Returns
+    -------
+    list of ParameterSummary
+        One row per parameter, in order.
+
+    Raises
+    ------
+    ValueError
+        For bad ``samples``, ``backend`` or ``confidence``, or ``names`` of the wrong
+        length.
+    """
+    x = _as_samples(samples, min_chains=1)
+    chains, _, p = x.shape
+    labels = [f"θ{j}" for j in range(p)] if names is None else [str(s) for s in names]
+    if isinstance(names, str) or len(labels) != p:
+        raise ValueError(f"names must hold one name per parameter ({p}), got {names!r}")
+    pooled = x.to(_F64).reshape(-1, p)
+    mean, sd = pooled.mean(0), pooled.std(0)
+    effective = ess(x, backend=backend)
+    if chains >= MIN_CHAINS:
+        psrf, upper = gelman_rubin(x, confidence=confidence)
+        rhat = split_rhat(x, backend=backend)
+    else:
+        _check_confidence(confidence)
+        psrf = upper = rhat = torch.full((p,), math.nan)
+    return [
+        ParameterSummary(
+            name=labels[j],
+            mean=float(mean[j]),
+            sd=float(sd[j]),
+            psrf=float(psrf[j]),
+            psrf_upper=float(upper[j]),
+            split_rhat=float(rhat[j]),
+            ess=float(effective[j]),
+        )
+        for j in range(p)
+    ]
+
+
+# ------------------------------------------------------------------------ validation
+
+
+def _as_samples(samples: object, *, min_chains: int) -> torch.Tensor:
+    """``samples`` as a detached floating tensor of shape ``(chains, draws, parameters)``."""
+    if isinstance(samples, torch.Tensor):
+        x = samples.detach()
+    else:
+        try:
+            x = torch.as_tensor(np.asarray(samples))
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(
+                "samples must be a torch tensor or numpy array of numbers with shape "
+                f"(chains, draws, parameters), got {type(samples).__name__}"
+            ) from err
+    if x.dtype == torch.bool:
+        raise TypeError("samples must hold real numbers, got dtype torch.bool")
+    check_real_dtype(x.dtype, "samples")
+    if not x.is_floating_point():
+        x = x.to(torch.get_default_dtype())
+    if x.ndim != 3 or x.shape[2] == 0:
+        raise ValueError(
+            "samples must have shape (chains, draws, parameters) with at least one "
+            f"parameter, got {tuple(x.shape)} (one parameter: samples[..., None])"
+        )
+    chains, draws, _ = x.shape
+    if chains < min_chains:
+        what = "between-chain diagnostics need" if min_chains > 1 else "need"
+        raise ValueError(f"samples has {chains} chain(s); {what} at least {min_chains}")
+    if draws < MIN_DRAWS:
+        raise ValueError(f"samples has {draws} draws per chain; at least {MIN_DRAWS} needed")
+    return check_finite(x, "samples")
+
+
+def _check_confidence(confidence: object) -> float:
+    if not (isinstance(confidence, int | float) and 0.0 < float(confidence) < 1.0):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return float(confidence)
+
+
+def _check_steps(steps: Sequence[int], draws: int) -> list[int]:
+    ks = steps.tolist() if isinstance(steps, torch.Tensor | np.ndarray) else list(steps)
+    if not ks:
+        raise ValueError("steps must hold at least one prefix length")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise TypeError(f"steps must hold integers, got {k!r}")
+        if not MIN_DRAWS <= k <= draws:
+            raise ValueError(f"steps must lie in [{MIN_DRAWS}, draws = {draws}], got {k}")
+    return [int(k) for k in ks]
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.to(_F64).cpu().numpy()
+
+
+def _from_numpy(values: object, like: torch.Tensor) -> torch.Tensor:
+    out = torch.as_tensor(np.asarray(values, dtype=np.float64).reshape(like.shape[2]))
+    return out.to(dtype=like.dtype, device=like.device)
