@@ -13,12 +13,19 @@ from .gradient import GRADIENTS, GradientEstimate, LogMarginalGradient
 from .hyperparameters import PARAMETRIZATIONS, LogHyperparameters
 from .map_estimate import LaplaceFit, laplace_preconditioner, log_posterior
 from .mh import MetropolisHastings, MHState
+from .predictive import (
+    PREDICTIVE_METHODS,
+    MixturePredictive,
+    mixture_predictive,
+    type_ii_maximum_likelihood,
+)
 from .priors import GammaPrior, LogPrior
 from .sgld import SGLD, SGLDResult, SGLDState, step_schedule
 
 __all__ = [
     "GRADIENTS",
     "PARAMETRIZATIONS",
+    "PREDICTIVE_METHODS",
     "SAMPLERS",
     "SGLD",
     "ChainConfig",
@@ -31,11 +38,14 @@ __all__ = [
     "LogPrior",
     "MHState",
     "MetropolisHastings",
+    "MixturePredictive",
     "SGLDResult",
     "SGLDState",
     "exact_log_marginal",
     "laplace_preconditioner",
     "log_posterior",
+    "mixture_predictive",
     "sample_hyperparameters",
     "step_schedule",
+    "type_ii_maximum_likelihood",
 ]

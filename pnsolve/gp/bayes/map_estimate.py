@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ from ..._core.validation import check_positive_int, require_generator
 from .exact import exact_log_marginal
 from .hyperparameters import LogHyperparameters
 
-__all__ = ["LaplaceFit", "laplace_preconditioner", "log_posterior"]
+__all__ = ["LaplaceFit", "laplace_preconditioner", "log_posterior", "maximise"]
 
 
 def log_posterior(
@@ -30,6 +31,33 @@ def log_posterior(
     if g is not None:
         g = g + params.log_prior_grad(theta)
     return value, g
+
+
+def maximise(
+    fn: Callable[[torch.Tensor], tuple[float, torch.Tensor | None]], start: torch.Tensor
+) -> torch.Tensor:
+    """``argmax`` of a smooth ``fn(θ) → (value, gradient)`` by L-BFGS from ``start``.
+
+    ``fn`` may return ``(-inf, None)`` where it is undefined (e.g. ``K̂`` not positive
+    definite); the line search then backs off.
+
+    Raises
+    ------
+    ArithmeticError
+        If the value at the end is not finite.
+    """
+
+    def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
+        value, g = fn(torch.from_numpy(u))
+        if g is None or not math.isfinite(value):
+            return math.inf, np.zeros_like(u)
+        return -value, -g.numpy()
+
+    res = minimize(objective, start.numpy(), jac=True, method="L-BFGS-B")
+    theta = torch.from_numpy(res.x).to(torch.float64)
+    if not math.isfinite(fn(theta)[0]):
+        raise ArithmeticError(f"the maximisation failed: {res.message}")
+    return theta
 
 
 @dataclass(frozen=True)
@@ -100,17 +128,8 @@ def laplace_preconditioner(
     Xs, ys = X[idx], y[idx]
     start = params.initial() if theta0 is None else params.check(theta0)
 
-    def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
-        value, g = log_posterior(params, Xs, ys, torch.from_numpy(u), grad=True)
-        if g is None or not math.isfinite(value):
-            return math.inf, np.zeros_like(u)
-        return -value, -g.numpy()
-
-    res = minimize(objective, start.numpy(), jac=True, method="L-BFGS-B")
-    theta = torch.from_numpy(res.x).to(torch.float64)
+    theta = maximise(lambda t: log_posterior(params, Xs, ys, t, grad=True), start)
     value, _ = log_posterior(params, Xs, ys, theta)
-    if not math.isfinite(value):
-        raise ArithmeticError(f"the MAP search on the subset failed: {res.message}")
     H = _hessian(params, Xs, ys, theta)
     M = torch.linalg.inv(-H)
     M = 0.5 * (M + M.mT)
