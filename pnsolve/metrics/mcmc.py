@@ -26,11 +26,13 @@ import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
-from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # importing numpy.typing at run time would add np.typing to numpy
+    from numpy.typing import ArrayLike
 
 from .._core.validation import check_finite, check_real_dtype
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:  # importing numpy.typing at run time would add np.typing to numpy
+    from numpy.typing import ArrayLike
 
 from .._core.validation import check_finite
 from ..metrics.mcmc import DEFAULT_CONFIDENCE, PSRF_THRESHOLD

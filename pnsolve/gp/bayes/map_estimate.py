@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import minimize
 
 from ..._core.validation import check_positive_int, require_generator
 from .exact import exact_log_marginal
@@ -46,6 +45,7 @@ def maximise(
     ArithmeticError
         If the value at the end is not finite.
     """
+    from scipy.optimize import minimize  # imported on use: importing pnsolve stays light
 
     def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
         value, g = fn(torch.from_numpy(u))
