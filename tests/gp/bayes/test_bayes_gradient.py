@@ -11,6 +11,8 @@ import pnsolve as pn
 from pnsolve.gp.bayes import LogHyperparameters, LogMarginalGradient, exact_log_marginal
 from pnsolve.testing import rtol_for, statistical_threshold
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 FALSE_ALARM = 1e-4  # per component; 3 components per test, two tests
 Z = statistical_threshold(FALSE_ALARM)

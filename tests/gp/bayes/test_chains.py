@@ -9,6 +9,8 @@ import pnsolve as pn
 from pnsolve.gp.bayes import ChainConfig, LogHyperparameters, laplace_preconditioner
 from pnsolve.gp.bayes import chains as chains_module
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 
 

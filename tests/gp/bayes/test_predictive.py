@@ -17,6 +17,8 @@ from pnsolve.gp.bayes import (
 )
 from pnsolve.testing import exact_tol, iterative_tol, rtol_for
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 
 

@@ -11,6 +11,8 @@ import torch
 from pnsolve.gp.bayes import SGLD, MetropolisHastings, step_schedule
 from pnsolve.testing import rtol_for, statistical_threshold
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 F64 = torch.float64
 FALSE_ALARM = 1e-4  # per checked moment
 Z = statistical_threshold(FALSE_ALARM)
