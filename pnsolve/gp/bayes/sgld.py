@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..._core.errors import NotPositiveDefiniteError
 from ..._core.validation import check_positive_int, require_generator
 
 __all__ = ["SGLD", "SGLDResult", "SGLDState", "step_schedule"]
@@ -229,7 +230,16 @@ class SGLD:
         while state.t < stop:
             t = state.t
             eps = state.frozen if state.frozen is not None else a * (b + t) ** (-self.gamma)
-            est = self.gradient(state.theta)
+            try:
+                est = self.gradient(state.theta)
+            except NotPositiveDefiniteError as e:
+                raise ArithmeticError(
+                    f"SGLD left the region where K̂(θ) is numerically positive definite at "
+                    f"iteration {t}, θ = {state.theta.tolist()} ({e}); heavy-tailed gradient "
+                    "estimates (ULISSE's variance grows with κ(K̂)) can throw a chain far: "
+                    "lower the early threshold alpha, the first step size, or use "
+                    "gradient='cg'"
+                ) from e
             g = est.grad  # type: ignore[attr-defined]
             state.products += int(getattr(est, "products", 0))
             if not bool(torch.isfinite(g).all()):

@@ -131,3 +131,14 @@ def test_a_non_finite_gradient_stops_the_chain():
                _zero_prior, SIGMA)  # fmt: skip
     with pytest.raises(ArithmeticError, match="not finite"):
         bad.run(torch.zeros(2, dtype=F64), 10, torch.Generator())
+
+
+def test_a_chain_thrown_out_of_the_positive_definite_region_says_why():
+    import pnsolve as pn
+
+    def gradient(theta):
+        raise pn.NotPositiveDefiniteError("A is not positive definite: negative curvature")
+
+    sgld = SGLD(gradient, _zero_prior, SIGMA)
+    with pytest.raises(ArithmeticError, match="numerically positive definite at iteration 0"):
+        sgld.run(torch.zeros(2, dtype=F64), 10, torch.Generator())
