@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 from pathlib import Path
@@ -56,6 +57,13 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         "--subset", type=positive_int, default=500, help="points of the MAP/Laplace fit"
     )
     sample.add_argument(
+        "--q",
+        type=positive_float,
+        default=1.0,
+        help="ULISSE's early threshold α = q√n on the residual (the seed: q = 1; on concrete "
+        "q = 0.1 kept chains stable where q = 1 threw them out of the SPD region)",
+    )
+    sample.add_argument(
         "--predict-samples",
         type=int,
         default=50,
@@ -83,6 +91,7 @@ def run_sample(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     ds, X, y = _rows(args)
+    config = dataclasses.replace(config, alpha=args.q * math.sqrt(X.shape[0]))
     print(
         f"{ds.name}: n = {X.shape[0]} training rows, d = {X.shape[1]}; {args.sampler}"
         + (f" with {args.gradient} gradients" if args.sampler == "sgld" else "")
