@@ -14,6 +14,7 @@ SCRIPTS = [
     "bench_kernel_matrix.py",
     "bench_pls.py",
     "bench_ulisse.py",
+    "bench_ulisse_seed.py",  # seed 000 §3-4 (Figs. 1-4): about 5 minutes (--quick: 30 s)
     "bench_itergp.py",
     "bench_love.py",
     "bench_iterncgp.py",

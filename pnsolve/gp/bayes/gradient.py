@@ -182,12 +182,13 @@ class LogMarginalGradient:
                 products, matvecs = info.products, info.matvecs
             else:
                 sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
+                products, matvecs = cinfo.products, cinfo.matvecs
                 if cinfo.iterations == 0:  # like ULISSE's deterministic part: l ≥ 1 steps
                     sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=0.0, maxiter=1)
+                    products, matvecs = products + cinfo.products, matvecs + cinfo.matvecs
                 self.warm = sol.clone()
                 a = b = sol[:, 0]
                 U = sol[:, 1:]
-                products, matvecs = cinfo.products, cinfo.products * B.shape[1]
         grad = self._surrogate_gradient(theta, a, b, U)
         return GradientEstimate(grad, products, matvecs, redrawn)
 
