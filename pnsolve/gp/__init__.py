@@ -10,6 +10,7 @@ gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwis
 iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
 """
 
+from . import bayes
 from .affine_gp import AffineGP, AffinePosterior
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
@@ -45,6 +46,7 @@ __all__ = [
     "StandardEstimator",
     "TrainingConfig",
     "TrainingResult",
+    "bayes",
     "fit_exact_hyperparameters",
     "sample_posterior",
     "train_hyperparameters",

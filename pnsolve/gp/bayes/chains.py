@@ -162,8 +162,9 @@ def sample_hyperparameters(
         priors, starting at outputscale 1, lengthscale 1, noise 0.1).
     processes
         Worker processes (default ``min(chains, cpu count)``), each with one torch
-        thread. ``processes=1`` reproduces a run bit for bit (and a checkpointed run
-        resumes into the same draws); with several processes the chains are
+        thread. ``processes=1`` runs the chains in this process and reproduces a run bit
+        for bit (a checkpointed run resumes into the same draws); with several processes
+        (spawned: scripts need an ``if __name__ == "__main__":`` guard) the chains are
         statistically the same but were measured to differ in the last bits between
         runs, which a chain then amplifies.
     checkpoint
@@ -225,12 +226,18 @@ class _ChainResult:
 def _run_jobs(
     jobs: list[_Job], workers: int, progress: Callable[[int], object] | None
 ) -> list[_ChainResult]:
-    """Every chain in a worker process with one torch thread (``processes=1`` included).
+    """Run every chain on one torch thread.
 
-    One environment for every chain, whatever the number of workers: a chain's draws do
-    not depend on ``processes`` (toggling the thread count inside one process changed
-    the last bits of BLAS results, and chains amplify them).
+    In this process for ``workers == 1``, else in spawned worker processes (scripts
+    calling this then need the usual ``if __name__ == "__main__":`` guard).
     """
+    if workers == 1:  # in this process (no spawning: works from scripts without a guard)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return [_run_chain(job, progress) for job in jobs]
+        finally:
+            torch.set_num_threads(threads)
     ctx = mp.get_context("spawn")
     with ctx.Manager() as manager:
         queue = manager.Queue()

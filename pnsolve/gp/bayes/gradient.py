@@ -181,11 +181,11 @@ class LogMarginalGradient:
                 a, b, U = x[0][:, 0], x[1][:, 0], x[0][:, 1:]
                 products, matvecs = info.products, info.matvecs
             else:
-                sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
-                products, matvecs = cinfo.products, cinfo.matvecs
-                if cinfo.iterations == 0:  # like ULISSE's deterministic part: l ≥ 1 steps
-                    sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=0.0, maxiter=1)
-                    products, matvecs = products + cinfo.products, matvecs + cinfo.matvecs
+                # ULISSE's deterministic part: one step, then on until ‖r‖ ≤ alpha
+                sol, first = cg(A, B, self.warm, rtol=0.0, atol=0.0, maxiter=1)
+                sol, cinfo = cg(A, B, sol, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
+                products = first.products + cinfo.products
+                matvecs = first.matvecs + cinfo.matvecs
                 self.warm = sol.clone()
                 a = b = sol[:, 0]
                 U = sol[:, 1:]

@@ -232,10 +232,11 @@ class SGLD:
             eps = state.frozen if state.frozen is not None else a * (b + t) ** (-self.gamma)
             try:
                 est = self.gradient(state.theta)
-            except NotPositiveDefiniteError as e:
+            except (NotPositiveDefiniteError, ArithmeticError) as e:
                 raise ArithmeticError(
                     f"SGLD left the region where K̂(θ) is numerically positive definite at "
-                    f"iteration {t}, θ = {state.theta.tolist()} ({e}); heavy-tailed gradient "
+                    f"iteration {t}, θ = {state.theta.tolist()} ({type(e).__name__}: {e}); "
+                    "heavy-tailed gradient "
                     "estimates (ULISSE's variance grows with κ(K̂)) can throw a chain far: "
                     "lower the early threshold alpha, the first step size, or use "
                     "gradient='cg'"
