@@ -22,19 +22,19 @@ and on the device of the samples; integer samples give the default dtype.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from .mcmc_rank import ess, split_rhat
+from .mcmc_samples import MIN_CHAINS, MIN_DRAWS, Backend, as_samples
+
 if TYPE_CHECKING:  # importing numpy.typing at run time would add np.typing to numpy
     from numpy.typing import ArrayLike
-
-from .._core.validation import check_finite, check_real_dtype
 
 __all__ = [
     "PSRF_THRESHOLD",
@@ -46,18 +46,10 @@ __all__ = [
     "split_rhat",
 ]
 
-Backend = Literal["auto", "arviz", "fallback"]
-
 #: Customary convergence threshold for the PSRF (Gelman et al.; seed 000's target).
 PSRF_THRESHOLD = 1.1
-#: Fewest draws per chain the diagnostics accept (split chains keep two draws per half).
-MIN_DRAWS = 4
-#: Fewest chains for between-chain diagnostics (PSRF, split-R̂).
-MIN_CHAINS = 2
 #: Confidence of the PSRF's upper limit (coda's default: the 97.5 % quantile).
 DEFAULT_CONFIDENCE = 0.95
-#: Blom's (1958) offset in the normal scores ``Φ⁻¹((r − 3/8) / (S + 1/4))`` of ranks ``r``.
-BLOM_OFFSET = 3.0 / 8.0
 
 _F64 = torch.float64
 
@@ -139,7 +131,7 @@ def gelman_rubin(
         If ``samples`` has the wrong shape, too few chains or draws, or NaN/Inf values,
         or ``confidence`` is not in ``(0, 1)``.
     """
-    x = _as_samples(samples, min_chains=MIN_CHAINS)
+    x = as_samples(samples, min_chains=MIN_CHAINS)
     level = _check_confidence(confidence)
     psrf, upper = _psrf(x.to(_F64), level)
     return psrf.to(x.dtype), upper.to(x.dtype)
@@ -178,7 +170,7 @@ def psrf_curve(
         For bad ``samples`` (see :func:`gelman_rubin`) or a ``k`` outside
         ``[4, draws]``; ``TypeError`` for non-integer ``steps``.
     """
-    x = _as_samples(samples, min_chains=MIN_CHAINS)
+    x = as_samples(samples, min_chains=MIN_CHAINS)
     level = _check_confidence(confidence)
     ks = _check_steps(steps, x.shape[1])
     x64 = x.to(_F64)
@@ -230,191 +222,6 @@ def _f_quantile(q: float, dfn: int, dfd: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(out, dtype=dfd.dtype, device=dfd.device)
 
 
-# ---------------------------------------------------------- split-R̂ and ESS (Vehtari)
-
-
-def split_rhat(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torch.Tensor:
-    """Rank-normalised split-R̂ (Vehtari et al. 2021), per parameter.
-
-    Each chain is split into halves (the middle draw of an odd length is dropped), all
-    draws are replaced by the normal scores of their ranks, and R̂ is the larger of the
-    classic ``√(((n−1)/n W + B/n)/W)`` on these scores (bulk) and on the scores of the
-    absolute deviations from the median (tail). Vehtari et al. recommend ``< 1.01``.
-
-    Parameters
-    ----------
-    samples
-        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 2``, ``draws ≥ 4``.
-    backend
-        ``"arviz"`` (``arviz_stats.base.array_stats.rhat(..., method="rank")``),
-        ``"fallback"`` (this module's implementation) or ``"auto"`` (ArviZ when
-        importable).
-
-    Returns
-    -------
-    torch.Tensor
-        Shape ``(parameters,)``; ``NaN`` for a parameter whose draws are all equal.
-
-    Raises
-    ------
-    ValueError
-        For bad ``samples`` or ``backend``.
-    ImportError
-        For ``backend="arviz"`` without arviz-stats installed.
-    """
-    x = _as_samples(samples, min_chains=MIN_CHAINS)
-    stats = _arviz(backend)
-    if stats is not None:
-        with np.errstate(invalid="ignore", divide="ignore"):  # all draws equal: NaN
-            out = stats.rhat(_numpy(x), chain_axis=0, draw_axis=1, method="rank")
-        return _from_numpy(out, x)
-    x64 = x.to(_F64)
-    values = [_rank_rhat(x64[:, :, j]) for j in range(x.shape[2])]
-    return torch.stack(values).to(x.dtype)
-
-
-def ess(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torch.Tensor:
-    """Bulk effective sample size (Vehtari et al. 2021), per parameter, over all chains.
-
-    Split chains, normal scores of the ranks (as in :func:`split_rhat`), then Geyer's
-    initial monotone sequence estimator of the autocorrelation time ``τ`` from the
-    chains' FFT autocovariances combined as in Stan: ``ρ_t = 1 − (W − mean_j γ_j(t))/V``
-    with ``V`` the pooled variance; ``ESS = S/τ`` for ``S`` draws in all. For
-    independent AR(1) chains with coefficient ``φ`` it is about
-    ``S (1 − φ)/(1 + φ)``; it may exceed ``S`` for antithetic chains (capped at
-    ``S log₁₀ S`` as in Stan).
-
-    Parameters
-    ----------
-    samples
-        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 1``, ``draws ≥ 4``.
-    backend
-        ``"arviz"`` (``arviz_stats.base.array_stats.ess(..., method="bulk")``),
-        ``"fallback"`` or ``"auto"`` (ArviZ when importable).
-
-    Returns
-    -------
-    torch.Tensor
-        Shape ``(parameters,)``.
-
-    Raises
-    ------
-    ValueError
-        For bad ``samples`` or ``backend``.
-    ImportError
-        For ``backend="arviz"`` without arviz-stats installed.
-    """
-    x = _as_samples(samples, min_chains=1)
-    stats = _arviz(backend)
-    if stats is not None:
-        out = stats.ess(_numpy(x), chain_axis=0, draw_axis=1, method="bulk")
-        return _from_numpy(out, x)
-    x64 = x.to(_F64)
-    values = [_ess(_normal_scores(_split(x64[:, :, j]))) for j in range(x.shape[2])]
-    return torch.stack(values).to(x.dtype)
-
-
-def _arviz(backend: object) -> Any:
-    """ArviZ's array interface (``arviz_stats.base.array_stats``) or ``None``."""
-    if backend not in ("auto", "arviz", "fallback"):
-        raise ValueError(f"backend must be 'auto', 'arviz' or 'fallback', got {backend!r}")
-    if backend == "fallback":
-        return None
-    try:
-        return importlib.import_module("arviz_stats.base").array_stats
-    except ImportError as err:
-        if backend == "arviz":
-            raise ImportError(
-                "backend='arviz' needs arviz-stats: pip install 'pnsolve[mcmc]' "
-                "(or use backend='fallback')"
-            ) from err
-        return None
-
-
-def _split(y: torch.Tensor) -> torch.Tensor:
-    """``(m, n)`` chains → ``(2m, n // 2)`` halves (an odd length drops the middle draw)."""
-    half = y.shape[1] // 2
-    return torch.cat([y[:, :half], y[:, y.shape[1] - half :]])
-
-
-def _normal_scores(y: torch.Tensor) -> torch.Tensor:
-    """Blom normal scores ``Φ⁻¹((r − 3/8)/(S + 1/4))`` of average ranks ``r`` over all of ``y``."""
-    flat = y.reshape(-1)
-    ordered, order = torch.sort(flat)
-    _, group, counts = torch.unique_consecutive(ordered, return_inverse=True, return_counts=True)
-    last = torch.cumsum(counts, 0).to(y.dtype)  # 1-based rank of each tie group's last entry
-    mean_rank = last - (counts.to(y.dtype) - 1.0) / 2.0  # ties share their average rank
-    ranks = torch.empty_like(flat)
-    ranks[order] = mean_rank[group]
-    size = flat.numel()
-    scores = torch.special.ndtri((ranks - BLOM_OFFSET) / (size - 2.0 * BLOM_OFFSET + 1.0))
-    return scores.reshape(y.shape)
-
-
-def _classic_rhat(y: torch.Tensor) -> torch.Tensor:
-    """``√(((n−1)/n W + B/n)/W)`` of chains ``y`` ``(m, n)``."""
-    n = y.shape[1]
-    between = n * y.mean(1).var()
-    within = y.var(1).mean()
-    return torch.sqrt((between / within + n - 1) / n)
-
-
-def _rank_rhat(y: torch.Tensor) -> torch.Tensor:
-    """Rank-normalised split-R̂ of one parameter's chains ``y`` ``(m, n)``."""
-    halves = _split(y)
-    bulk = _classic_rhat(_normal_scores(halves))
-    folded = (halves - _median(halves)).abs()
-    tail = _classic_rhat(_normal_scores(folded))
-    return torch.maximum(bulk, tail)
-
-
-def _median(y: torch.Tensor) -> torch.Tensor:
-    """Median of all of ``y``; for an even count ``(a + b)/2`` of the middle pair, as numpy.
-
-    The same rounding as numpy matters: the folded draws ``|y − median|`` of the middle
-    pair tie exactly or not, and ties change the ranks.
-    """
-    ordered = y.reshape(-1).sort().values
-    mid = ordered.numel() // 2
-    return ordered[mid] if ordered.numel() % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _autocov(y: torch.Tensor) -> torch.Tensor:
-    """Biased autocovariances ``γ_j(t)``, ``t = 0 … n−1``, of each chain of ``y`` ``(m, n)``."""
-    n = y.shape[1]
-    centred = y - y.mean(1, keepdim=True)
-    spectrum = torch.fft.rfft(centred, n=2 * n)  # zero padding: linear, not circular
-    return torch.fft.irfft(spectrum.abs().square(), n=2 * n)[:, :n] / n
-
-
-def _ess(y: torch.Tensor) -> torch.Tensor:
-    """Effective sample size of chains ``y`` ``(m, n)`` (Geyer, combined as in Stan)."""
-    m, n = y.shape
-    size = float(m * n)
-    if float(y.max() - y.min()) < torch.finfo(_F64).resolution:
-        return torch.tensor(size, dtype=y.dtype, device=y.device)  # constant: as ArviZ
-    acov = _autocov(y).mean(0)  # mean over chains, per lag
-    within = acov[0] * n / (n - 1.0)
-    pooled = within * (n - 1.0) / n + (y.mean(1).var() if m > 1 else 0.0)
-    rho = 1.0 - (within - acov) / pooled
-    rho[0] = 1.0
-    # Pairs Γ_k = ρ_2k + ρ_2k+1 for k = 0 … K (lags up to n − 2); the sum stops before the
-    # first non-positive pair J (Geyer's initial positive sequence), whose even lag still
-    # counts once if positive; the pairs before J are made non-increasing (monotone).
-    last = max((n - 3) // 2, 0)
-    pairs = rho[0 : 2 * last + 1 : 2] + rho[1 : 2 * last + 2 : 2]
-    nonpositive = (pairs[1:] <= 0).nonzero()
-    J = int(nonpositive[0, 0]) + 1 if len(nonpositive) else last
-    if bool(pairs[0] <= 0):
-        J = 0
-    even = rho[2 * J]  # ρ_0 = 1 when J = 0
-    tail = even if (J > 0 and bool(pairs[J] >= 0)) or bool(even > 0) else even.new_zeros(())
-    monotone = torch.cummin(pairs[:J], 0).values if J > 0 else pairs[:0]
-    tau = -1.0 + 2.0 * monotone.sum() + tail
-    tau = torch.clamp(tau, min=1.0 / math.log10(size))
-    return size / tau
-
-
 # --------------------------------------------------------------------------- summary
 
 
@@ -450,7 +257,7 @@ def mcmc_summary(
         For bad ``samples``, ``backend`` or ``confidence``, or ``names`` of the wrong
         length.
     """
-    x = _as_samples(samples, min_chains=1)
+    x = as_samples(samples, min_chains=1)
     chains, _, p = x.shape
     labels = [f"θ{j}" for j in range(p)] if names is None else [str(s) for s in names]
     if isinstance(names, str) or len(labels) != p:
@@ -481,37 +288,6 @@ def mcmc_summary(
 # ------------------------------------------------------------------------ validation
 
 
-def _as_samples(samples: object, *, min_chains: int) -> torch.Tensor:
-    """``samples`` as a detached floating tensor of shape ``(chains, draws, parameters)``."""
-    if isinstance(samples, torch.Tensor):
-        x = samples.detach()
-    else:
-        try:
-            x = torch.as_tensor(np.asarray(samples))
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise TypeError(
-                "samples must be a torch tensor or numpy array of numbers with shape "
-                f"(chains, draws, parameters), got {type(samples).__name__}"
-            ) from err
-    if x.dtype == torch.bool:
-        raise TypeError("samples must hold real numbers, got dtype torch.bool")
-    check_real_dtype(x.dtype, "samples")
-    if not x.is_floating_point():
-        x = x.to(torch.get_default_dtype())
-    if x.ndim != 3 or x.shape[2] == 0:
-        raise ValueError(
-            "samples must have shape (chains, draws, parameters) with at least one "
-            f"parameter, got {tuple(x.shape)} (one parameter: samples[..., None])"
-        )
-    chains, draws, _ = x.shape
-    if chains < min_chains:
-        what = "between-chain diagnostics need" if min_chains > 1 else "need"
-        raise ValueError(f"samples has {chains} chain(s); {what} at least {min_chains}")
-    if draws < MIN_DRAWS:
-        raise ValueError(f"samples has {draws} draws per chain; at least {MIN_DRAWS} needed")
-    return check_finite(x, "samples")
-
-
 def _check_confidence(confidence: object) -> float:
     if not (isinstance(confidence, int | float) and 0.0 < float(confidence) < 1.0):
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
@@ -528,12 +304,3 @@ def _check_steps(steps: Sequence[int], draws: int) -> list[int]:
         if not MIN_DRAWS <= k <= draws:
             raise ValueError(f"steps must lie in [{MIN_DRAWS}, draws = {draws}], got {k}")
     return [int(k) for k in ks]
-
-
-def _numpy(x: torch.Tensor) -> np.ndarray:
-    return x.to(_F64).cpu().numpy()
-
-
-def _from_numpy(values: object, like: torch.Tensor) -> torch.Tensor:
-    out = torch.as_tensor(np.asarray(values, dtype=np.float64).reshape(like.shape[2]))
-    return out.to(dtype=like.dtype, device=like.device)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, cast
@@ -48,8 +50,9 @@ class _CountLimit(StoppingCriterion):
     def __init__(self, limit: int) -> None:
         setattr(self, self._limit_name, _count(limit, self._limit_name))
 
+    @abc.abstractmethod
     def _counter(self, state: SolverState) -> int:
-        raise NotImplementedError
+        """The counter compared with the limit (iterations, products, ...)."""
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
         """See :meth:`StoppingCriterion.check`; the reason once the counter reaches the limit."""
