@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-
 import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, cast
