@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 
 from ..._core.validation import check_positive_int, require_generator
+from ...kernels.kernel_matrix import _BACKENDS as KERNEL_BACKENDS
 from ...kernels.rbf import RBF
 from .gradient import GRADIENTS, LogMarginalGradient
 from .hyperparameters import LogHyperparameters
@@ -53,6 +55,9 @@ class ChainConfig:
         Points of the MAP/Laplace fit that sets ``M`` and the starting points (500).
     checkpoint_every
         Iterations between checkpoints (when a checkpoint path is given).
+    backend
+        ``KernelMatrix`` backend of SGLD's products (``"auto"``: dense up to 32 MiB, else
+        matrix-free; ``"chunked"`` or ``"keops"`` force matrix-free products).
     """
 
     sampler: str = "sgld"
@@ -69,6 +74,7 @@ class ChainConfig:
     burn_in: int | None = None
     subset: int = 500
     checkpoint_every: int = 1000
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -76,6 +82,8 @@ class ChainConfig:
         if self.gradient not in GRADIENTS:
             raise ValueError(f"gradient must be one of {GRADIENTS}, got {self.gradient!r}")
         check_positive_int(self.iterations, "iterations")
+        if self.backend not in KERNEL_BACKENDS:
+            raise ValueError(f"backend must be one of {KERNEL_BACKENDS}, got {self.backend!r}")
         if self.burn_in is not None and not 0 <= self.burn_in < self.iterations:
             raise ValueError(f"burn_in must be in [0, iterations), got {self.burn_in}")
 
@@ -162,11 +170,11 @@ def sample_hyperparameters(
         priors, starting at outputscale 1, lengthscale 1, noise 0.1).
     processes
         Worker processes (default ``min(chains, cpu count)``), each with one torch
-        thread. ``processes=1`` runs the chains in this process and reproduces a run bit
-        for bit (a checkpointed run resumes into the same draws); with several processes
-        (spawned: scripts need an ``if __name__ == "__main__":`` guard) the chains are
-        statistically the same but were measured to differ in the last bits between
-        runs, which a chain then amplifies.
+        thread. ``processes=1`` runs the chains in this process (no spawning); several
+        processes are spawned (scripts need an ``if __name__ == "__main__":`` guard).
+        Either way every chain works on its own copy of ``params`` (the caller's is
+        left as it was) and a run is reproduced bit for bit, whatever ``processes``
+        (a checkpointed run resumes into the same draws).
     checkpoint
         Path prefix of the per-chain checkpoint files.
     progress
@@ -180,6 +188,9 @@ def sample_hyperparameters(
     chains = check_positive_int(chains, "chains")
     if params is None:
         params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    # the fit moves the kernel's parameters in place and starts from their values: work
+    # on a copy, so the caller's model is left as it was and a second call is the same
+    params = copy.deepcopy(params)
     fit = laplace_preconditioner(params, X, y, subset=config.subset, generator=generator)
     L = torch.linalg.cholesky(fit.M)
     starts = [
@@ -275,14 +286,19 @@ def _run_chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResul
 
 
 def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
-    cfg, params = job.config, job.params
+    # A private copy of the model: the samplers move its kernel's parameters in place,
+    # and the jobs' tensors arrive in worker processes through shared memory (torch's
+    # multiprocessing pickler), so without the copy chains running at the same time
+    # would overwrite each other's parameters mid-product (and in this process, the
+    # caller's kernel would be left at the last draw).
+    cfg, params = job.config, copy.deepcopy(job.params)
     g_noise = torch.Generator().manual_seed(job.seed)
     g_grad = torch.Generator().manual_seed(job.seed + 1)
     if cfg.sampler == "sgld":
         gradient = LogMarginalGradient(
             params, job.X, job.y, method=cfg.gradient, generator=g_grad,
             num_probes=cfg.num_probes, redraw_every=cfg.redraw_every, alpha=cfg.alpha,
-            beta=cfg.beta,
+            beta=cfg.beta, backend=cfg.backend,
         )  # fmt: skip
         sampler: SGLD | MetropolisHastings = SGLD(
             gradient, params.log_prior_grad, job.M, step_start=cfg.step_start,
