@@ -13,15 +13,20 @@ SGLD chains at several iteration counts, ESS and seconds per effective sample of
 (chain-seconds: both samplers measured in the same run), test RMSE/log-likelihood of the
 posterior predictive and type-II ML.
 
-Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 40000] [--chains 10]
-[--q 1.0] [--quick]``; the seed's full setting (defaults) takes hours on 2 cores.
+Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 5000] [--chains 10]
+[--q 0.1] [--beta 1] [--freeze 0.002] [--step-start 0.1] [--step-end 1e-4]
+[--mh-draws FILE.pt] [--sgld-draws FILE.pt] [--only mh|sgld] [--checkpoint PREFIX]
+[--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as separate
+processes at the same time (``--only``) and a last call reports on both. The
+defaults (MH 50 000 iterations; SGLD 10 chains × 5 000 = 50 000 iterations in all) take
+about 35 minutes on 2 cores; ``--quick`` about 2. ``q = 1`` (the seed's ``α = √n``) gives
+chains that do not agree (PSRF ≈ 5–25 after 1 500 iterations here, docs/sgld.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -41,37 +46,91 @@ from pnsolve.gp.bayes import (
 )
 
 
+def _draws(path: Path | None, run) -> dict:
+    """Load saved draws from ``path`` if it exists, else run and save them there."""
+    if path is not None and path.exists():
+        return torch.load(path, weights_only=False)
+    out = run()
+    saved = {"all": out.all_samples, "start": out.start, "seconds": out.seconds,
+             "products": out.products, "acceptance": out.acceptance,
+             "frozen": out.frozen}  # fmt: skip
+    if path is not None:
+        torch.save(saved, path)
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mh", type=int, default=50_000, help="MH iterations")
-    parser.add_argument("--sgld", type=int, default=40_000, help="SGLD iterations per chain")
+    parser.add_argument("--sgld", type=int, default=5_000, help="SGLD iterations per chain")
     parser.add_argument("--chains", type=int, default=10, help="SGLD chains")
-    parser.add_argument("--q", type=float, default=1.0, help="early threshold α = q √n")
-    parser.add_argument("--quick", action="store_true", help="2000 MH, 4 × 1500 SGLD, q = 0.1")
+    parser.add_argument("--q", type=float, default=0.1, help="early threshold α = q √n")
+    parser.add_argument("--beta", type=float, default=1.0, help="roulette rate β")
+    parser.add_argument("--freeze", type=float, default=0.002, help="eq. 7 freeze threshold")
+    parser.add_argument("--step-start", type=float, default=1e-1)
+    parser.add_argument("--step-end", type=float, default=1e-4)
+    parser.add_argument("--processes", type=int, default=None, help="SGLD worker processes")
+    parser.add_argument(
+        "--mh-draws",
+        type=Path,
+        default=None,
+        help="MH draws: loaded if the file exists, else run and saved",
+    )
+    parser.add_argument(
+        "--sgld-draws",
+        type=Path,
+        default=None,
+        help="SGLD draws: loaded if the file exists, else run and saved",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["mh", "sgld"],
+        default=None,
+        help="run one sampler (saving its draws) and stop",
+    )
+    parser.add_argument("--checkpoint", default=None, help="per-chain checkpoint prefix")
+    parser.add_argument("--quick", action="store_true", help="2000 MH, 4 × 1500 SGLD")
     parser.add_argument("--plot", type=Path, default=None, help="trace plot with MH reference")
-    args = parser.parse_args()
+    args = parser.parse_args()  # fmt: skip
     if args.quick:
-        args.mh, args.sgld, args.chains, args.q = 2000, 1500, 4, 0.1
+        args.mh, args.sgld, args.chains = 2000, 1500, 4
     ds = pn.datasets.load_uci("concrete", split=0)
     X, y = ds.X_train.double(), ds.y_train.double()
     n = X.shape[0]
     params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
-    t0 = time.perf_counter()
-    mh = sample_hyperparameters(
-        X, y, ChainConfig(sampler="mh", iterations=args.mh), chains=1,
-        generator=torch.Generator().manual_seed(0), params=params, processes=1,
+    ck = args.checkpoint
+    if args.only != "sgld":
+        mh = _draws(args.mh_draws, lambda: sample_hyperparameters(
+            X, y, ChainConfig(sampler="mh", iterations=args.mh), chains=1,
+            generator=torch.Generator().manual_seed(0), params=params, processes=1,
+            checkpoint=None if ck is None else f"{ck}-mh",
+        ))  # fmt: skip
+    if args.only == "mh":
+        return
+    cfg = ChainConfig(
+        iterations=args.sgld, alpha=args.q * n**0.5, beta=args.beta, step_start=args.step_start,
+        step_end=args.step_end, freeze_threshold=args.freeze,
     )  # fmt: skip
-    cfg = ChainConfig(iterations=args.sgld, alpha=args.q * n**0.5)
-    sgld = sample_hyperparameters(
-        X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(1), params=params
-    )
-    wall = time.perf_counter() - t0
-    ref = mh.samples[0]
+    sgld = _draws(args.sgld_draws, lambda: sample_hyperparameters(
+        X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(1),
+        params=params, processes=args.processes,
+        checkpoint=None if ck is None else f"{ck}-sgld",
+    ))  # fmt: skip
+    if args.only == "sgld":
+        return
+    _report(args, params, ds, X, y, mh, sgld)
+
+
+def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:
+    mh_kept = mh["all"][:, mh["start"] :]
+    sgld_kept = sgld["all"][:, sgld["start"] :]
+    T = sgld["all"].shape[1]
+    ref = mh_kept[0]
     mh_mean, mh_sd = ref.mean(0), ref.std(0)
-    pooled = sgld.samples.reshape(-1, params.dim)
+    pooled = sgld_kept.reshape(-1, params.dim)
     s_mean, s_sd = pooled.mean(0), pooled.std(0)
-    ess_mh = pn.metrics.ess(mh.samples, backend="auto")
-    ess_sgld = pn.metrics.ess(sgld.samples)
+    ess_mh = pn.metrics.ess(mh_kept, backend="auto")
+    ess_sgld = pn.metrics.ess(sgld_kept)
     rows = []
     for i, name in enumerate(params.names):
         rows.append([
@@ -80,35 +139,49 @@ def main() -> None:
             f"{ess_mh[i]:.0f}", f"{ess_sgld[i]:.0f}",
         ])  # fmt: skip
     print_table(
-        f"concrete: MH {args.mh} its (burn-in {mh.start}, acceptance {mh.acceptance[0]:.2f}) vs "
-        f"SGLD-ULISSE {args.chains} × {args.sgld} its (q = {args.q}, kept from {sgld.start}, "
-        f"frozen: {sgld.frozen})",
+        f"concrete: MH {mh['all'].shape[1]} its (burn-in {mh['start']}, acceptance "
+        f"{mh['acceptance'][0]:.2f}) vs SGLD-ULISSE {sgld['all'].shape[0]} × {T} its "
+        f"(q = {args.q}, β = {args.beta}, freeze {args.freeze}, ε {args.step_start:g} → "
+        f"{args.step_end:g}; kept from {sgld['start']}, frozen: {sgld['frozen']})",
         ["param", "MH mean", "SGLD mean", "MH sd", "SGLD sd", "Δmean/MH sd", "sd ratio",
          "ESS MH", "ESS SGLD"],
         rows,
     )  # fmt: skip
-    steps = sorted({max(4, k) for k in torch.linspace(4, sgld.samples.shape[1], 8).long().tolist()})
-    psrf, upper = pn.metrics.psrf_curve(sgld.samples, steps)
+    steps = sorted({max(4, k) for k in torch.linspace(4, sgld_kept.shape[1], 8).long().tolist()})
+    psrf, upper = pn.metrics.psrf_curve(sgld_kept, steps)
     print_table(
         "PSRF of the SGLD chains (kept draws): median / 97.5 %",
         ["kept draws", *params.names],
         [[s, *[f"{psrf[j, i]:.3f}/{upper[j, i]:.3f}" for i in range(params.dim)]]
          for j, s in enumerate(steps)],
     )  # fmt: skip
-    mh_per = mh.seconds[0] / float(ess_mh.min())
-    sgld_per = sum(sgld.seconds) / float(ess_sgld.min())
+    prefixes = [k for k in (250, 500, 1000, 2000, 3000, 5000, 10_000, 20_000, 40_000) if k < T]
+    prefixes.append(T)
+    psrf_all, upper_all = pn.metrics.psrf_curve(sgld["all"], prefixes)
+    print_table(
+        "PSRF of the SGLD chains from iteration 0 (no burn-in removed): median / 97.5 %",
+        ["iterations", *params.names],
+        [[s, *[f"{psrf_all[j, i]:.3f}/{upper_all[j, i]:.3f}" for i in range(params.dim)]]
+         for j, s in enumerate(prefixes)],
+    )  # fmt: skip
+    scan = list(range(100, T + 1, 100))
+    below = pn.metrics.psrf_curve(sgld["all"], scan)[0].amax(1) < 1.1
+    first = next((k for k, b in zip(scan, below.tolist(), strict=True) if b), None)
+    print(f"first prefix (step 100) with every PSRF < 1.1: {first} iterations")
+    mh_per = mh["seconds"][0] / float(ess_mh.min())
+    sgld_per = sum(sgld["seconds"]) / float(ess_sgld.min())
     print_table(
         "seconds per independent sample (chain-seconds / smallest ESS)",
         ["sampler", "chain-seconds", "smallest ESS", "s per sample", "÷ MH"],
-        [["MH", f"{mh.seconds[0]:.0f}", f"{ess_mh.min():.0f}", f"{mh_per:.3g}", "1.00"],
-         ["SGLD-ULISSE", f"{sum(sgld.seconds):.0f}", f"{ess_sgld.min():.0f}",
+        [["MH", f"{mh['seconds'][0]:.0f}", f"{ess_mh.min():.0f}", f"{mh_per:.3g}", "1.00"],
+         ["SGLD-ULISSE", f"{sum(sgld['seconds']):.0f}", f"{ess_sgld.min():.0f}",
           f"{sgld_per:.3g}", f"{sgld_per / mh_per:.2f}"]],
     )  # fmt: skip
     Xs, ys = ds.X_test.double(), ds.y_test.double()
     ml = type_ii_maximum_likelihood(params, X, y, mh_mean)
     preds = {
-        "MH": mixture_predictive(params, mh.samples, X, y, Xs),
-        "SGLD-ULISSE": mixture_predictive(params, sgld.samples, X, y, Xs),
+        "MH": mixture_predictive(params, mh_kept, X, y, Xs),
+        "SGLD-ULISSE": mixture_predictive(params, sgld_kept, X, y, Xs),
         "type-II ML": mixture_predictive(params, ml[None], X, y, Xs),
     }
     print_table(
@@ -117,9 +190,8 @@ def main() -> None:
         [[k, f"{pn.metrics.rmse(p.mean, ys):.4f}", f"{p.log_likelihood(ys):.4f}"]
          for k, p in preds.items()],
     )  # fmt: skip
-    print(f"total wall time {wall:.0f} s")
     if args.plot is not None:
-        pn.plotting.plot_traces(sgld.samples, list(params.names), args.plot, reference=ref)
+        pn.plotting.plot_traces(sgld_kept, list(params.names), args.plot, reference=ref)
         print(f"wrote {args.plot}")
 
 

@@ -61,7 +61,17 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         type=positive_float,
         default=1.0,
         help="ULISSE's early threshold α = q√n on the residual (the seed: q = 1; on concrete "
-        "q = 0.1 kept chains stable where q = 1 threw them out of the SPD region)",
+        "q = 1 gave chains that disagree, PSRF 5–25: see docs/sgld.md for settings that mix)",
+    )
+    sample.add_argument(
+        "--beta", type=positive_float, default=1.0, help="ULISSE's roulette rate β (seed: 1)"
+    )
+    sample.add_argument(
+        "--freeze",
+        type=positive_float,
+        default=0.002,
+        help="eq. 7 threshold: SGLD's step size freezes once the gradient noise is below "
+        "this share of the injected noise (seed: 0.002)",
     )
     sample.add_argument(
         "--predict-samples",
@@ -87,6 +97,8 @@ def run_sample(args: argparse.Namespace) -> int:
             step_start=args.step_start,
             step_end=args.step_end,
             subset=args.subset,
+            beta=args.beta,
+            freeze_threshold=args.freeze,
         )
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc

@@ -71,3 +71,21 @@ def test_out_must_be_npz(tmp_path, capsys):
     args[args.index("--out") + 1] = str(tmp_path / "s.csv")
     assert main(args) == 2
     assert "--out must name a .npz" in capsys.readouterr().err
+
+
+def test_roulette_and_freeze_settings_reach_the_sampler(tmp_path, monkeypatch):
+    import pnsolve.gp.bayes as bayes
+
+    seen = []
+    real = bayes.sample_hyperparameters
+
+    def spy(X, y, config, **kwargs):
+        seen.append(config)
+        return real(X, y, config, **kwargs)
+
+    monkeypatch.setattr(bayes, "sample_hyperparameters", spy)
+    extra = ["--q", "0.03", "--beta", "0.3", "--freeze", "0.02", "--predict-samples", "0"]
+    assert main(_args(tmp_path, *extra)) == 0
+    (config,) = seen
+    assert (config.beta, config.freeze_threshold) == (0.3, 0.02)
+    assert config.alpha == pytest.approx(0.03 * 80**0.5)
