@@ -191,7 +191,7 @@ def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:
          for k, p in preds.items()],
     )  # fmt: skip
     if args.plot is not None:
-        pn.plotting.plot_traces(sgld_kept, list(params.names), args.plot, reference=ref)
+        pn.plotting.plot_traces(sgld_kept, list(params.names), args.plot, reference=mh_kept)
         print(f"wrote {args.plot}")
 
 

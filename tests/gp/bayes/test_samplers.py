@@ -95,6 +95,18 @@ def test_a_run_cut_into_pieces_is_identical():
     assert state.frozen_at == whole.frozen_at
 
 
+@pytest.mark.parametrize("scale", [0.05, 2.38 / math.sqrt(2), 20.0])
+def test_metropolis_hastings_adaptation_settles_inside_the_window(scale):
+    """From far too small or far too large proposals, after the adaptive phase the rate
+    is inside 0.2–0.4 for every seed (the old one-sided rule left 0.44 on concrete)."""
+    inv = torch.linalg.inv(SIGMA)
+    for seed in range(5):
+        mh = MetropolisHastings(lambda th: float(-0.5 * (th - MU) @ inv @ (th - MU)),
+                                torch.eye(2, dtype=F64), adapt=3000, scale=scale)  # fmt: skip
+        state = mh.run(torch.zeros(2, dtype=F64), 6000, torch.Generator().manual_seed(seed))
+        assert 0.2 <= state.acceptance_rate(3000) <= 0.4, (seed, state.acceptance_rate(3000))
+
+
 @pytest.mark.statistical
 def test_metropolis_hastings_adapts_into_the_window_and_targets_the_density():
     inv = torch.linalg.inv(SIGMA)
