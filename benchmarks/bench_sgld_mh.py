@@ -4,7 +4,8 @@ Concrete (UCI split 0, standardised, n = 927 training rows), the seed's covarian
 ``σ exp(−τ‖x − x'‖²) + λδ`` with Gamma(1, 1) priors on ``(σ, τ, λ)`` in log space. MH on the
 exact (Cholesky) likelihood with an adaptive phase to acceptance 0.2–0.4 and burn-in;
 SGLD with ULISSE gradients (4 Rademacher probes redrawn every 20 iterations, warm
-starts, ``α = q √n``, ``β = 1``), ε from 1e-1 to 1e-4, eq. 7 freezing at 0.002, ``M`` the
+starts, ``α = q √n``, roulette rate ``β``), ``ε`` from ``a`` to ``b`` and eq. 7 freezing
+(the seed: 1e-1 → 1e-4, 0.002; the defaults here: docs/sgld.md's "tuned"), ``M`` the
 inverse negative Hessian at the MAP of a 500-point subset, chains from ``N(MAP, M)``.
 
 Reported: posterior means and sds of both, the differences in MH sds and the sd ratios
@@ -13,14 +14,15 @@ SGLD chains at several iteration counts, ESS and seconds per effective sample of
 (chain-seconds: both samplers measured in the same run), test RMSE/log-likelihood of the
 posterior predictive and type-II ML.
 
-Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 5000] [--chains 10]
-[--q 0.1] [--beta 1] [--freeze 0.002] [--step-start 0.1] [--step-end 1e-4]
+Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 2000] [--chains 10]
+[--q 0.03] [--beta 0.3] [--freeze 0.02] [--step-start 0.03] [--step-end 1e-3]
 [--mh-draws FILE.pt] [--sgld-draws FILE.pt] [--only mh|sgld] [--checkpoint PREFIX]
 [--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as separate
 processes at the same time (``--only``) and a last call reports on both. The
-defaults (MH 50 000 iterations; SGLD 10 chains × 5 000 = 50 000 iterations in all) take
-about 35 minutes on 2 cores; ``--quick`` about 2. ``q = 1`` (the seed's ``α = √n``) gives
-chains that do not agree (PSRF ≈ 5–25 after 1 500 iterations here, docs/sgld.md).
+defaults are docs/sgld.md's "tuned" SGLD (MH 50 000 iterations, 10 SGLD chains × 2 000:
+about 45 minutes on 2 cores); its "seed" SGLD is ``--q 0.1 --beta 1 --freeze 0.002
+--step-start 0.1 --step-end 1e-4``; ``q = 1`` (the seed's ``α = √n``) gives chains
+that do not agree here. ``--quick``: 2 000 MH, 4 × 1 500 SGLD, about 3 minutes.
 """
 
 from __future__ import annotations
@@ -62,13 +64,13 @@ def _draws(path: Path | None, run) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mh", type=int, default=50_000, help="MH iterations")
-    parser.add_argument("--sgld", type=int, default=5_000, help="SGLD iterations per chain")
+    parser.add_argument("--sgld", type=int, default=2_000, help="SGLD iterations per chain")
     parser.add_argument("--chains", type=int, default=10, help="SGLD chains")
-    parser.add_argument("--q", type=float, default=0.1, help="early threshold α = q √n")
-    parser.add_argument("--beta", type=float, default=1.0, help="roulette rate β")
-    parser.add_argument("--freeze", type=float, default=0.002, help="eq. 7 freeze threshold")
-    parser.add_argument("--step-start", type=float, default=1e-1)
-    parser.add_argument("--step-end", type=float, default=1e-4)
+    parser.add_argument("--q", type=float, default=0.03, help="early threshold α = q √n")
+    parser.add_argument("--beta", type=float, default=0.3, help="roulette rate β")
+    parser.add_argument("--freeze", type=float, default=0.02, help="eq. 7 freeze threshold")
+    parser.add_argument("--step-start", type=float, default=3e-2)
+    parser.add_argument("--step-end", type=float, default=1e-3)
     parser.add_argument("--processes", type=int, default=None, help="SGLD worker processes")
     parser.add_argument(
         "--mh-draws",
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None, help="per-chain checkpoint prefix")
     parser.add_argument("--quick", action="store_true", help="2000 MH, 4 × 1500 SGLD")
     parser.add_argument("--plot", type=Path, default=None, help="trace plot with MH reference")
+    parser.add_argument("--psrf-plot", type=Path, default=None, help="PSRF curve (PNG)")
     args = parser.parse_args()  # fmt: skip
     if args.quick:
         args.mh, args.sgld, args.chains = 2000, 1500, 4
@@ -165,7 +168,11 @@ def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:
          for j, s in enumerate(prefixes)],
     )  # fmt: skip
     scan = list(range(100, T + 1, 100))
-    below = pn.metrics.psrf_curve(sgld["all"], scan)[0].amax(1) < 1.1
+    psrf_scan, upper_scan = pn.metrics.psrf_curve(sgld["all"], scan)
+    below = psrf_scan.amax(1) < 1.1
+    if args.psrf_plot is not None:
+        path = pn.plotting.plot_psrf(scan, psrf_scan, upper_scan, params.names, args.psrf_plot)
+        print(f"wrote {path}")
     first = next((k for k, b in zip(scan, below.tolist(), strict=True) if b), None)
     print(f"first prefix (step 100) with every PSRF < 1.1: {first} iterations")
     mh_per = mh["seconds"][0] / float(ess_mh.min())

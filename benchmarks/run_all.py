@@ -20,6 +20,8 @@ SCRIPTS = [
     "bench_iterncgp.py",
     "bench_training.py",
     "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)
+    "bench_sgld_mh.py",  # seed 000 §5.1, SGLD vs MH: about 45 minutes (--quick: 3)
+    "bench_sgld_large.py",  # seed 000 §5.2, matrix-free chains: about 35 minutes (--quick: 1)
 ]
 
 
