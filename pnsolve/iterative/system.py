@@ -10,12 +10,10 @@ from .._core.validation import check_same_device, check_same_dtype, check_tensor
 from ..kernels.backends import choose_backend
 from ..kernels.backends.tiling import dense_block, tile_shape, tiled_matmat
 from ..kernels.base import StationaryKernel
-from ..kernels.kernel_matrix import KernelMatrix
+from ..kernels.kernel_matrix import BACKENDS, KernelMatrix
 from ..linops.base import LinearOperator
 
 __all__ = ["KernelSystem"]
-
-_BACKENDS = ("auto", "dense", "chunked", "keops")
 
 
 class KernelSystem(LinearOperator):
@@ -110,8 +108,8 @@ class KernelSystem(LinearOperator):
             )
         X, _ = kernel.check_inputs(check_tensor(X, "X").detach())
         self._noise = _check_noise(noise)
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         n = X.shape[0]
         super().__init__((n, n), X.dtype, X.device, is_symmetric=True, is_psd=True)
         self._kernel = copy.deepcopy(kernel).requires_grad_(False)

@@ -9,9 +9,10 @@ from .backends import ChunkedBackend, DenseBackend, KeOpsBackend, choose_backend
 from .backends.tiling import DEFAULT_MAX_MEMORY
 from .base import StationaryKernel
 
-__all__ = ["KernelMatrix"]
+__all__ = ["BACKENDS", "KernelMatrix"]
 
-_BACKENDS = ("auto", "dense", "chunked", "keops")
+#: The ``backend`` names a :class:`KernelMatrix` accepts.
+BACKENDS = ("auto", "dense", "chunked", "keops")
 
 
 class KernelMatrix(LinearOperator):
@@ -85,8 +86,8 @@ class KernelMatrix(LinearOperator):
                 f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
             )
         X1, X2 = kernel.check_inputs(X1, X2)
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
             raise ValueError(f"max_memory must be a positive int (bytes), got {max_memory!r}")
         if tile is not None and (

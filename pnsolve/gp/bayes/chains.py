@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ..._core.validation import check_positive_int, require_generator
-from ...kernels.kernel_matrix import _BACKENDS as KERNEL_BACKENDS
+from ...kernels.kernel_matrix import BACKENDS as KERNEL_BACKENDS
 from ...kernels.rbf import RBF
 from .gradient import GRADIENTS, LogMarginalGradient
 from .hyperparameters import LogHyperparameters
