@@ -55,7 +55,7 @@ def _draws(path: Path | None, run) -> dict:
     out = run()
     saved = {"all": out.all_samples, "start": out.start, "seconds": out.seconds,
              "products": out.products, "acceptance": out.acceptance,
-             "frozen": out.frozen}  # fmt: skip
+             "frozen": out.frozen, "dropped": out.dropped}  # fmt: skip
     if path is not None:
         torch.save(saved, path)
     return saved
@@ -125,6 +125,8 @@ def main() -> None:
 
 
 def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:
+    for chain, message in sgld.get("dropped", []):
+        print(f"SGLD chain {chain} diverged and was dropped: {message.splitlines()[0]}")
     mh_kept = mh["all"][:, mh["start"] :]
     sgld_kept = sgld["all"][:, sgld["start"] :]
     T = sgld["all"].shape[1]

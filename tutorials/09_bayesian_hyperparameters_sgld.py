@@ -601,13 +601,19 @@ for (method, q, beta), run in runs.items():
 #   a huge estimate, and the PSRF over several chains started apart — here it needs
 #   most of the run to come down to about 1.1.
 #
-# From the command line, `pnsolve sample` runs the chains in parallel processes with
-# the seed's settings (`α = √n`, `β = 1`, threshold 0.002 — section 2's heaviest
-# tails on data like these, so read the PSRF and ESS it prints) and writes the kept
+# From the command line, `pnsolve sample` runs the chains in parallel processes
+# (each on its own copy of the model; the same draws as in one process) with the
+# seed's step schedule and freeze threshold and `α = 0.1 √n` (the seed's `√n` gave
+# chains that disagree on the full concrete data, docs/sgld.md), and writes the kept
 # draws (chains × draws × parameters, log space) and their names to an `.npz` file,
 # e.g.
 #
 #     pnsolve sample --dataset concrete --iterations 40000 --chains 4 --seed 0 --out concrete.npz
+#
+# and with this section's faster-mixing settings
+#
+#     pnsolve sample --dataset concrete --iterations 3000 --chains 4 --q 0.03 --beta 0.3 \
+#         --freeze 0.02 --step-start 0.03 --step-end 0.001 --out concrete.npz
 #
 # (`pnsolve sample --help` lists the options: `--subsample N`, `--sampler mh`,
 # `--gradient cg|exact`, `--plot FILE.png`, `--checkpoint FILE`, …).

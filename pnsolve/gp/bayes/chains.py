@@ -10,7 +10,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -47,7 +47,10 @@ class ChainConfig:
     freeze_threshold, variance_batch
         Eq. 7 freezing (0.002, batches of 100 gradients).
     num_probes, redraw_every, alpha, beta
-        The gradient estimator's (4 probes, redrawn every 20; ``α = √n``; ``β = 1``).
+        The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
+        defaults to ``0.1 √n``, the seed's smaller threshold (its Fig. 3): with the
+        seed's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
+        that ten chains did not agree (PSRF 5–25, docs/sgld.md).
     burn_in
         MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
         the seed's 10 000 of 50 000).
@@ -120,6 +123,11 @@ class HyperSamples:
         Block products with ``K̂`` per chain (SGLD).
     acceptance
         MH: acceptance rate after burn-in per chain.
+    dropped
+        ``(chain index, message)`` of each chain that diverged (an ``ArithmeticError``:
+        a heavy-tailed gradient estimate can throw an SGLD chain out of the region
+        where ``K̂(θ)`` is numerically positive definite). Those chains are left out of
+        every other field; the others are kept. Empty when none diverged.
     """
 
     samples: torch.Tensor
@@ -131,6 +139,7 @@ class HyperSamples:
     seconds: list[float]
     products: list[int]
     acceptance: list[float]
+    dropped: list[tuple[int, str]] = field(default_factory=list)
 
 
 def sample_hyperparameters(
@@ -183,6 +192,13 @@ def sample_hyperparameters(
     Returns
     -------
     HyperSamples
+        A chain that diverges (``ArithmeticError``) is dropped and listed in
+        ``dropped``; the run fails only if every chain diverges.
+
+    Raises
+    ------
+    ArithmeticError
+        If every chain diverged.
     """
     generator = require_generator(generator)
     chains = check_positive_int(chains, "chains")
@@ -232,6 +248,7 @@ class _ChainResult:
     seconds: float
     products: int
     acceptance: float
+    error: str | None = None
 
 
 def _run_jobs(
@@ -297,7 +314,8 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     if cfg.sampler == "sgld":
         gradient = LogMarginalGradient(
             params, job.X, job.y, method=cfg.gradient, generator=g_grad,
-            num_probes=cfg.num_probes, redraw_every=cfg.redraw_every, alpha=cfg.alpha,
+            num_probes=cfg.num_probes, redraw_every=cfg.redraw_every,
+            alpha=0.1 * math.sqrt(job.X.shape[0]) if cfg.alpha is None else cfg.alpha,
             beta=cfg.beta, backend=cfg.backend,
         )  # fmt: skip
         sampler: SGLD | MetropolisHastings = SGLD(
@@ -319,7 +337,12 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     done = state.t
     while state.t < cfg.iterations:
         t0 = time.perf_counter()
-        sampler.advance(state, cfg.checkpoint_every, g_noise)  # type: ignore[arg-type]
+        try:
+            sampler.advance(state, cfg.checkpoint_every, g_noise)  # type: ignore[arg-type]
+        except ArithmeticError as exc:  # the chain diverged: report it, keep the others
+            if report is not None:
+                report(cfg.iterations - done)
+            return _ChainResult(state.samples, None, seconds, 0, math.nan, error=str(exc))
         seconds += time.perf_counter() - t0
         if job.checkpoint is not None:
             _save(job, state, g_noise, g_grad, gradient, seconds)
@@ -381,6 +404,10 @@ def _fingerprint(X, y, config: ChainConfig, params: LogHyperparameters, seeds: l
 def _collect(
     results: list[_ChainResult], params, config: ChainConfig, fit: LaplaceFit
 ) -> HyperSamples:
+    dropped = [(c, r.error) for c, r in enumerate(results) if r.error is not None]
+    if len(dropped) == len(results):
+        raise ArithmeticError(f"every chain diverged; chain 0: {dropped[0][1]}")
+    results = [r for r in results if r.error is None]
     all_samples = torch.stack([r.samples for r in results])
     T = config.iterations
     if config.sampler == "mh":
@@ -400,4 +427,5 @@ def _collect(
         seconds=[r.seconds for r in results],
         products=[r.products for r in results],
         acceptance=[r.acceptance for r in results],
+        dropped=dropped,
     )

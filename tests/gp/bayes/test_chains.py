@@ -137,3 +137,26 @@ def test_worker_processes_reproduce_the_in_process_chains(sampler):
     assert torch.equal(runs[1], runs[0])
     after = list(params.kernel.parameters())
     assert all(torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+def test_a_diverging_chain_is_dropped_and_reported_not_the_whole_run():
+    """Steps far too large for this posterior (ε₀ = 4, exact gradients): with this seed
+    chain 1 leaves the positive-definite region and chain 0 does not; every chain
+    diverging (ε₀ = 30) is an error."""
+    X, y = _data(60)
+    config = ChainConfig(iterations=60, gradient="exact", subset=60, step_start=4.0,
+                         step_end=0.4, variance_batch=30)  # fmt: skip
+    out = sample_hyperparameters(
+        X, y, config, chains=2, generator=torch.Generator().manual_seed(4), processes=1
+    )
+    assert [c for c, _ in out.dropped] == [1]
+    assert "SGLD" in out.dropped[0][1] or "gradient" in out.dropped[0][1]
+    assert out.all_samples.shape == (1, 60, 3)
+    assert len(out.seconds) == len(out.products) == 1
+    assert bool(torch.isfinite(out.samples).all())
+    worse = ChainConfig(iterations=60, gradient="exact", subset=60, step_start=30.0,
+                        step_end=3.0, variance_batch=30)  # fmt: skip
+    with pytest.raises(ArithmeticError, match="every chain diverged"):
+        sample_hyperparameters(
+            X, y, worse, chains=2, generator=torch.Generator().manual_seed(4), processes=1
+        )
