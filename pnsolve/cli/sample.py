@@ -60,9 +60,9 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         "--q",
         type=positive_float,
         default=0.1,
-        help="ULISSE's early threshold α = q√n on the residual (the seed's §5: q = 1, which "
-        "on concrete gave chains that disagree, PSRF 5–25; q = 0.1 is its Fig. 3's other "
-        "setting; docs/sgld.md has settings that mix faster)",
+        help="ULISSE's early threshold α = q√n on the residual (Filippone & Engler 2015 "
+        "sample with q = 1, which on concrete gave chains that disagree, PSRF 5–25; q = 0.1 "
+        "is the other setting of their Fig. 3; docs/sgld.md has settings that mix faster)",
     )
     sample.add_argument(
         "--beta", type=positive_float, default=1.0, help="ULISSE's roulette rate β (seed: 1)"
