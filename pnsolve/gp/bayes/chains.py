@@ -50,7 +50,7 @@ class ChainConfig:
         The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
         defaults to ``0.1 √n``, the seed's smaller threshold (its Fig. 3): with the
         seed's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
-        that ten chains did not agree (PSRF 5–25, docs/sgld.md).
+        that four chains did not agree (PSRF 5–25, docs/sgld.md).
     burn_in
         MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
         the seed's 10 000 of 50 000).
