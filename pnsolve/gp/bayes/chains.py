@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import math
 import multiprocessing as mp
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -18,6 +16,7 @@ import torch
 from ..._core.validation import check_positive_int, require_generator
 from ...kernels.kernel_matrix import BACKENDS as KERNEL_BACKENDS
 from ...kernels.rbf import RBF
+from .checkpoints import chain_path, load_chain, run_fingerprint, save_chain
 from .gradient import GRADIENTS, LogMarginalGradient
 from .hyperparameters import LogHyperparameters
 from .map_estimate import LaplaceFit, laplace_preconditioner, log_posterior
@@ -214,9 +213,9 @@ def sample_hyperparameters(
         for _ in range(chains)
     ]
     seeds = [int(torch.randint(0, 2**62, (1,), generator=generator)) for _ in range(chains)]
-    tag = _fingerprint(X, y, config, params, seeds)
+    tag = run_fingerprint(X, y, config, params, seeds)
     jobs = [
-        _Job(X, y, config, params, fit.M, starts[c], seeds[c], _path(checkpoint, c), tag)
+        _Job(X, y, config, params, fit.M, starts[c], seeds[c], chain_path(checkpoint, c), tag)
         for c in range(chains)
     ]
     workers = (
@@ -333,7 +332,7 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     state = sampler.start(job.start, cfg.iterations)
     seconds = 0.0
     if job.checkpoint is not None and job.checkpoint.exists():
-        state, seconds = _load(job, state, g_noise, g_grad, gradient)
+        seconds = load_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient)
     done = state.t
     while state.t < cfg.iterations:
         t0 = time.perf_counter()
@@ -345,60 +344,13 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
             return _ChainResult(state.samples, None, seconds, 0, math.nan, error=str(exc))
         seconds += time.perf_counter() - t0
         if job.checkpoint is not None:
-            _save(job, state, g_noise, g_grad, gradient, seconds)
+            save_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient, seconds)
         if report is not None:
             report(state.t - done)
         done = state.t
     if isinstance(state, SGLDState):
         return _ChainResult(state.samples, state.frozen_at, seconds, state.products, math.nan)
     return _ChainResult(state.samples, None, seconds, 0, state.acceptance_rate(cfg.mh_burn_in))
-
-
-def _save(job, state, g_noise, g_grad, gradient, seconds) -> None:
-    payload = {
-        "tag": job.tag,
-        "state": asdict(state),
-        "g_noise": g_noise.get_state(),
-        "g_grad": g_grad.get_state(),
-        "gradient": None if gradient is None else gradient.state_dict(),
-        "seconds": seconds,
-    }
-    tmp = job.checkpoint.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(job.checkpoint)
-
-
-def _load(job, state, g_noise, g_grad, gradient):
-    payload = torch.load(job.checkpoint, weights_only=False)
-    if payload.get("tag") != job.tag:
-        raise ValueError(
-            f"checkpoint {job.checkpoint} belongs to another run (data, settings or seed "
-            "differ); delete it or choose another --checkpoint"
-        )
-    for key, value in payload["state"].items():
-        setattr(state, key, value)
-    g_noise.set_state(payload["g_noise"])
-    g_grad.set_state(payload["g_grad"])
-    if gradient is not None:
-        gradient.load_state_dict(payload["gradient"])
-    return state, float(payload["seconds"])
-
-
-def _path(checkpoint: str | Path | None, chain: int) -> Path | None:
-    if checkpoint is None:
-        return None
-    base = Path(checkpoint)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    return base.with_name(f"{base.name}.chain{chain}.pt")
-
-
-def _fingerprint(X, y, config: ChainConfig, params: LogHyperparameters, seeds: list[int]) -> str:
-    h = hashlib.sha256()
-    h.update(X.detach().cpu().contiguous().numpy().tobytes())
-    h.update(y.detach().cpu().contiguous().numpy().tobytes())
-    h.update(json.dumps(asdict(config), sort_keys=True).encode())
-    h.update(repr((params, params.priors, seeds)).encode())
-    return h.hexdigest()
 
 
 def _collect(

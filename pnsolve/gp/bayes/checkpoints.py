@@ -1,0 +1,95 @@
+"""Per-chain checkpoint files of :func:`~pnsolve.gp.bayes.sample_hyperparameters`.
+
+A file holds a chain's sampler state, both of its generators' states, the gradient
+estimator's probes and warm starts, and a fingerprint of the run (data, settings,
+model, seeds), so that a resumed chain continues into exactly the draws of an
+uninterrupted one and a file of another run is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .hyperparameters import LogHyperparameters
+
+__all__ = ["chain_path", "load_chain", "run_fingerprint", "save_chain"]
+
+
+def chain_path(checkpoint: str | Path | None, chain: int) -> Path | None:
+    """``<checkpoint>.chain<c>.pt`` (its folder created), or ``None`` without a prefix."""
+    if checkpoint is None:
+        return None
+    base = Path(checkpoint)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    return base.with_name(f"{base.name}.chain{chain}.pt")
+
+
+def run_fingerprint(
+    X: torch.Tensor, y: torch.Tensor, config: Any, params: LogHyperparameters, seeds: list[int]
+) -> str:
+    """SHA-256 of the data, the (dataclass) ``config``, the model and the chain seeds."""
+    h = hashlib.sha256()
+    h.update(X.detach().cpu().contiguous().numpy().tobytes())
+    h.update(y.detach().cpu().contiguous().numpy().tobytes())
+    h.update(json.dumps(asdict(config), sort_keys=True).encode())
+    h.update(repr((params, params.priors, seeds)).encode())
+    return h.hexdigest()
+
+
+def save_chain(
+    path: Path,
+    tag: str,
+    state: Any,
+    g_noise: torch.Generator,
+    g_grad: torch.Generator,
+    gradient: Any,
+    seconds: float,
+) -> None:
+    """Write a chain's state atomically (a temporary file, then a rename)."""
+    payload = {
+        "tag": tag,
+        "state": asdict(state),
+        "g_noise": g_noise.get_state(),
+        "g_grad": g_grad.get_state(),
+        "gradient": None if gradient is None else gradient.state_dict(),
+        "seconds": seconds,
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+
+
+def load_chain(
+    path: Path,
+    tag: str,
+    state: Any,
+    g_noise: torch.Generator,
+    g_grad: torch.Generator,
+    gradient: Any,
+) -> float:
+    """Restore ``state``, the generators and ``gradient`` in place; return the seconds so far.
+
+    Raises
+    ------
+    ValueError
+        If the file belongs to another run (its fingerprint differs from ``tag``).
+    """
+    payload = torch.load(path, weights_only=False)
+    if payload.get("tag") != tag:
+        raise ValueError(
+            f"checkpoint {path} belongs to another run (data, settings or seed "
+            "differ); delete it or choose another --checkpoint"
+        )
+    for key, value in payload["state"].items():
+        setattr(state, key, value)
+    g_noise.set_state(payload["g_noise"])
+    g_grad.set_state(payload["g_grad"])
+    if gradient is not None:
+        gradient.load_state_dict(payload["gradient"])
+    return float(payload["seconds"])
