@@ -181,11 +181,17 @@ class LogMarginalGradient:
                 a, b, U = x[0][:, 0], x[1][:, 0], x[0][:, 1:]
                 products, matvecs = info.products, info.matvecs
             else:
-                # ULISSE's deterministic part: one step, then on until ‖r‖ ≤ alpha
-                sol, first = cg(A, B, self.warm, rtol=0.0, atol=0.0, maxiter=1)
-                sol, cinfo = cg(A, B, sol, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
-                products = first.products + cinfo.products
-                matvecs = first.matvecs + cinfo.matvecs
+                # ULISSE's deterministic part: CG until ‖r‖ ≤ alpha, at least one step
+                # per column; only columns already within alpha at the warm start
+                # (no step taken) need the extra step
+                sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
+                products, matvecs = cinfo.products, cinfo.matvecs
+                idle = torch.as_tensor(cinfo.column_iterations).reshape(-1) == 0
+                if bool(idle.any()):
+                    cols = idle.nonzero().squeeze(1)
+                    step, extra = cg(A, B[:, cols], sol[:, cols], rtol=0.0, atol=0.0, maxiter=1)
+                    sol[:, cols] = step
+                    products, matvecs = products + extra.products, matvecs + extra.matvecs
                 self.warm = sol.clone()
                 a = b = sol[:, 0]
                 U = sol[:, 1:]

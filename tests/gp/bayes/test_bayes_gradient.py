@@ -135,3 +135,36 @@ def test_a_generator_is_required_for_stochastic_gradients():
     X, y = _clustered()
     with pytest.raises(TypeError, match="generator"):
         LogMarginalGradient(_params(), X, y, method="ulisse")
+
+
+def test_truncated_cg_takes_a_step_per_column_and_counts_its_products(monkeypatch):
+    """``method="cg"``: CG until ‖r‖ ≤ α with at least one step per column (ULISSE's
+    deterministic part), its reported products equal the products made. At the same θ
+    the second call's warm start is within α for every column, yet each column moves."""
+    from pnsolve.testing.counting import CountingOperator
+
+    X, y = _clustered()
+    params = _params()
+    est = LogMarginalGradient(params, X, y, method="cg", generator=torch.Generator().manual_seed(1),
+                              alpha=1.0, redraw_every=10)  # fmt: skip
+    build = est.system
+    ops: list[CountingOperator] = []
+
+    def counted(theta):
+        ops.append(CountingOperator(build(theta)))
+        return ops[-1]
+
+    monkeypatch.setattr(est, "system", counted)
+    theta = params.initial()
+    for _ in range(2):
+        before = None if est.warm is None else est.warm.clone()
+        out = est(theta)
+        assert out.products == ops[-1].products
+        if before is None:  # cold: one CG run, no restart (it was two, +2 products)
+            B = torch.cat([y[:, None], est.probes], 1)
+            _, info = pn.cg(build(theta), B, rtol=0.0, atol=1.0)
+            assert out.products == info.products
+        else:
+            residual = torch.cat([y[:, None], est.probes], 1) - build(theta).matmat(before)
+            assert bool((torch.linalg.vector_norm(residual, dim=0) <= 1.0).all())
+            assert bool((est.warm != before).any(0).all())  # every column took a step
