@@ -17,8 +17,10 @@ posterior predictive and type-II ML.
 Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 2000] [--chains 10]
 [--q 0.03] [--beta 0.3] [--freeze 0.02] [--step-start 0.03] [--step-end 1e-3]
 [--mh-draws FILE.pt] [--sgld-draws FILE.pt] [--only mh|sgld] [--checkpoint PREFIX]
-[--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as separate
-processes at the same time (``--only``) and a last call reports on both. The
+[--until N] [--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as
+separate processes at the same time (``--only``) and a last call reports on both;
+``--until`` with ``--checkpoint`` takes a long run (the seed's 40 000 iterations) in
+pieces along its full schedule. The
 defaults are docs/sgld.md's "tuned" SGLD (MH 50 000 iterations, 10 SGLD chains × 2 000:
 about 45 minutes on 2 cores); its "seed" SGLD is ``--q 0.1 --beta 1 --freeze 0.002
 --step-start 0.1 --step-end 1e-4``; ``q = 1`` (the seed's ``α = √n``) gives chains
@@ -91,6 +93,13 @@ def main() -> None:
         help="run one sampler (saving its draws) and stop",
     )
     parser.add_argument("--checkpoint", default=None, help="per-chain checkpoint prefix")
+    parser.add_argument(
+        "--until",
+        type=int,
+        default=None,
+        help="stop the SGLD chains after this many of their --sgld iterations (the "
+        "schedule stays the full run's; with --checkpoint a later call continues)",
+    )
     parser.add_argument("--quick", action="store_true", help="2000 MH, 4 × 1500 SGLD")
     parser.add_argument("--plot", type=Path, default=None, help="trace plot with MH reference")
     parser.add_argument("--psrf-plot", type=Path, default=None, help="PSRF curve (PNG)")
@@ -117,7 +126,7 @@ def main() -> None:
     sgld = _draws(args.sgld_draws, lambda: sample_hyperparameters(
         X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(1),
         params=params, processes=args.processes,
-        checkpoint=None if ck is None else f"{ck}-sgld",
+        checkpoint=None if ck is None else f"{ck}-sgld", until=args.until,
     ))  # fmt: skip
     if args.only == "sgld":
         return

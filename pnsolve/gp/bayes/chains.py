@@ -113,7 +113,8 @@ class HyperSamples:
     frozen
         SGLD: whether every chain froze its step size within the first half of the run
         (if not, the kept draws are the second half, not certified to be in the Langevin
-        phase).
+        phase). MH: whether the run went past the burn-in (only a partial run, see
+        ``until``, can stop inside it; its kept draws are then its second half).
     laplace
         The MAP/Laplace fit on the subset (``M`` and the chains' starting distribution).
     seconds
@@ -152,6 +153,7 @@ def sample_hyperparameters(
     processes: int | None = None,
     checkpoint: str | Path | None = None,
     progress: Callable[[int], object] | None = None,
+    until: int | None = None,
 ) -> HyperSamples:
     """Run ``chains`` chains of SGLD (or MH) on ``p(θ | y, X)`` (seed 000, §5).
 
@@ -187,6 +189,12 @@ def sample_hyperparameters(
         Path prefix of the per-chain checkpoint files.
     progress
         Called with the number of iterations done since the last call (progress bars).
+    until
+        Stop every chain after this many of its ``config.iterations`` steps (default: all
+        of them). The schedule is still the full run's, so a long run can be taken in
+        pieces: with ``checkpoint``, a later call with a larger ``until`` continues
+        from the files, and the draws equal one uninterrupted run's first ``until``
+        iterations.
 
     Returns
     -------
@@ -201,6 +209,9 @@ def sample_hyperparameters(
     """
     generator = require_generator(generator)
     chains = check_positive_int(chains, "chains")
+    stop = config.iterations if until is None else check_positive_int(until, "until")
+    if stop > config.iterations:
+        raise ValueError(f"until must be at most config.iterations={config.iterations}, got {stop}")
     if params is None:
         params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="seed")
     # the fit moves the kernel's parameters in place and starts from their values: work
@@ -215,7 +226,7 @@ def sample_hyperparameters(
     seeds = [int(torch.randint(0, 2**62, (1,), generator=generator)) for _ in range(chains)]
     tag = run_fingerprint(X, y, config, params, seeds)
     jobs = [
-        _Job(X, y, config, params, fit.M, starts[c], seeds[c], chain_path(checkpoint, c), tag)
+        _Job(X, y, config, params, fit.M, starts[c], seeds[c], chain_path(checkpoint, c), tag, stop)
         for c in range(chains)
     ]
     workers = (
@@ -224,7 +235,7 @@ def sample_hyperparameters(
         else check_positive_int(processes, "processes")
     )
     results = _run_jobs(jobs, workers, progress)
-    return _collect(results, params, config, fit)
+    return _collect(results, params, config, fit, stop)
 
 
 @dataclass
@@ -238,6 +249,7 @@ class _Job:
     seed: int
     checkpoint: Path | None
     tag: str
+    stop: int
 
 
 @dataclass
@@ -262,7 +274,7 @@ def _run_jobs(
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return [_run_chain(job, progress) for job in jobs]
+            return [_chain(job, progress) for job in jobs]
         finally:
             torch.set_num_threads(threads)
     ctx = mp.get_context("spawn")
@@ -271,7 +283,7 @@ def _run_jobs(
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx, initializer=_one_thread
         ) as pool:
-            futures = [pool.submit(_run_chain, job, queue.put) for job in jobs]
+            futures = [pool.submit(_chain, job, queue.put) for job in jobs]
             while not all(f.done() for f in futures):
                 _drain(queue, progress, timeout=0.2)
             while _drain(queue, progress, timeout=0.0):
@@ -296,12 +308,8 @@ def _drain(queue, progress, timeout: float) -> bool:
     return True
 
 
-def _run_chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
-    """One chain, resumed from its checkpoint when one matches."""
-    return _chain(job, report)
-
-
 def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
+    """One chain, resumed from its checkpoint when one matches."""
     # A private copy of the model: the samplers move its kernel's parameters in place,
     # and the jobs' tensors arrive in worker processes through shared memory (torch's
     # multiprocessing pickler), so without the copy chains running at the same time
@@ -334,13 +342,14 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     if job.checkpoint is not None and job.checkpoint.exists():
         seconds = load_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient)
     done = state.t
-    while state.t < cfg.iterations:
+    while state.t < job.stop:
         t0 = time.perf_counter()
+        count = min(cfg.checkpoint_every, job.stop - state.t)
         try:
-            sampler.advance(state, cfg.checkpoint_every, g_noise)  # type: ignore[arg-type]
+            sampler.advance(state, count, g_noise)  # type: ignore[arg-type]
         except ArithmeticError as exc:  # the chain diverged: report it, keep the others
             if report is not None:
-                report(cfg.iterations - done)
+                report(job.stop - done)
             return _ChainResult(state.samples, None, seconds, 0, math.nan, error=str(exc))
         seconds += time.perf_counter() - t0
         if job.checkpoint is not None:
@@ -348,22 +357,28 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
         if report is not None:
             report(state.t - done)
         done = state.t
+    # a checkpoint from a longer run than ``until`` asks for: its first ``stop`` draws
+    samples = state.samples[: min(state.t, job.stop)]
     if isinstance(state, SGLDState):
-        return _ChainResult(state.samples, state.frozen_at, seconds, state.products, math.nan)
-    return _ChainResult(state.samples, None, seconds, 0, state.acceptance_rate(cfg.mh_burn_in))
+        frozen_at = state.frozen_at if (state.frozen_at or 0) <= job.stop else None
+        return _ChainResult(samples, frozen_at, seconds, state.products, math.nan)
+    # after burn-in; a partial run (``until``) still inside it: the whole run so far
+    rate = state.acceptance_rate(cfg.mh_burn_in if state.t > cfg.mh_burn_in else 0)
+    return _ChainResult(samples, None, seconds, 0, rate)
 
 
 def _collect(
-    results: list[_ChainResult], params, config: ChainConfig, fit: LaplaceFit
+    results: list[_ChainResult], params, config: ChainConfig, fit: LaplaceFit, T: int
 ) -> HyperSamples:
     dropped = [(c, r.error) for c, r in enumerate(results) if r.error is not None]
     if len(dropped) == len(results):
         raise ArithmeticError(f"every chain diverged; chain 0: {dropped[0][1]}")
     results = [r for r in results if r.error is None]
     all_samples = torch.stack([r.samples for r in results])
-    T = config.iterations
     if config.sampler == "mh":
-        start, frozen = config.mh_burn_in, True
+        # a partial run still inside the burn-in keeps its second half, not certified
+        frozen = T > config.mh_burn_in
+        start = config.mh_burn_in if frozen else T // 2
     else:
         frozen_at = [r.frozen_at for r in results]
         latest = max((f for f in frozen_at if f is not None), default=None)

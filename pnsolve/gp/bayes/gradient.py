@@ -8,12 +8,14 @@ from dataclasses import dataclass
 import torch
 
 from ..._core.validation import check_positive_int, require_generator
+from ...kernels.backends import choose_backend
 from ...kernels.kernel_matrix import KernelMatrix
 from ...krylov.conjugate_gradient import cg
 from ...linops.base import LinearOperator
 from ...linops.scaled_identity import ScaledIdentity
 from ...randomized.ulisse import ulisse
 from ..mll_estimators._surrogate import accumulate_surrogate_gradient
+from .dense_surrogate import DenseSurrogate
 from .exact import exact_log_marginal
 from .hyperparameters import LogHyperparameters
 
@@ -98,8 +100,10 @@ class LogMarginalGradient:
     -----
     *Cost per call*: one block CG run on ``1 + Nr`` columns (``"ulisse"``: to the
     threshold plus the roulette steps; the expected number after the threshold is
-    ``Σ_j exp(−β j(j+1)/2)`` ≈ 0.42 for ``β = 1``), and one pass over ``K(X, X)`` row
-    blocks with autograd for the bilinear forms.
+    ``Σ_j exp(−β j(j+1)/2)`` ≈ 0.42 for ``β = 1``), and the bilinear forms: where
+    ``K̂`` is stored anyway (the dense backend) and the kernel is isotropic, three passes
+    over stored squared distances (:class:`~pnsolve.gp.bayes.dense_surrogate.DenseSurrogate`),
+    else one pass over ``K(X, X)`` row blocks with autograd (no ``n × n`` object).
     *Variance*: finite only while the CG increments shrink faster than the roulette
     weights grow (see :func:`pnsolve.randomized.ulisse`); ill-conditioned ``K̂`` give
     heavy-tailed estimates.
@@ -139,12 +143,24 @@ class LogMarginalGradient:
             raise ValueError(f"beta must be a positive finite number, got {beta!r}")
         self.maxiter = 10 * n if maxiter is None else check_positive_int(maxiter, "maxiter")
         self.backend = backend
+        # dense regime, isotropic kernel: K̂ and the surrogate gradient from stored
+        # squared distances (same values to rounding, several times faster)
+        dense = backend == "dense" or (
+            backend == "auto" and choose_backend(n, n, X.dtype, X.device) == "dense"
+        )
+        self.dense: DenseSurrogate | None = (
+            DenseSurrogate(params, X)
+            if dense and method != "exact" and params.kernel.ard_dims is None
+            else None
+        )
         self.calls = 0
         self.probes: torch.Tensor | None = None
         self.warm: torch.Tensor | None = None
 
     def system(self, theta: torch.Tensor) -> LinearOperator:
         """``K̂(θ) = K(X, X; θ) + λ I`` as an operator."""
+        if self.dense is not None:
+            return self.dense.system(theta)
         kernel = self.params.kernel_at(theta)
         n = self.X.shape[0]
         noise = self.params.noise_at(theta)
@@ -206,6 +222,8 @@ class LogMarginalGradient:
         s = self.num_probes
         left = torch.cat([0.5 * a.unsqueeze(-1), (-0.5 / s) * U], dim=1)
         right = torch.cat([b.unsqueeze(-1), self.probes], dim=1)
+        if self.dense is not None:
+            return self.dense.gradient(left, right)
         kernel = self.params.kernel  # kernel_at(theta) was called by system()
         accumulate_surrogate_gradient(kernel, self.X, 0.0, left, right)
         noise_grad = float((left * right).sum())

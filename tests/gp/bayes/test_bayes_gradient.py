@@ -9,12 +9,13 @@ import torch
 
 import pnsolve as pn
 from pnsolve.gp.bayes import LogHyperparameters, LogMarginalGradient, exact_log_marginal
+from pnsolve.gp.bayes.dense_surrogate import DenseSurrogate
 from pnsolve.testing import rtol_for, statistical_threshold
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 F64 = torch.float64
-FALSE_ALARM = 1e-4  # per component; 3 components per test, two tests
+FALSE_ALARM = 1e-4  # per component; 3 components per test, three tests
 Z = statistical_threshold(FALSE_ALARM)
 DRAWS = 2000  # gradient estimates per statistical test
 N = 60
@@ -75,21 +76,25 @@ def test_seed_parametrization_is_the_seed_covariance():
     assert params.names == ("log_sigma", "log_tau", "log_lambda")
 
 
-def _estimates(method: str, alpha: float, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def _estimates(
+    method: str, alpha: float, seed: int = 1, backend: str = "auto"
+) -> tuple[torch.Tensor, torch.Tensor]:
     X, y = _clustered()
     params = _params()
     theta = params.initial()
     exact = LogMarginalGradient(params, X, y, method="exact")(theta).grad
     est = LogMarginalGradient(
         params, X, y, method=method, generator=torch.Generator().manual_seed(seed),
-        redraw_every=1, alpha=alpha,
+        redraw_every=1, alpha=alpha, backend=backend,
     )  # fmt: skip
     return exact, torch.stack([est(theta).grad for _ in range(DRAWS)])
 
 
 @pytest.mark.statistical
-def test_ulisse_gradient_is_unbiased():
-    exact, G = _estimates("ulisse", 0.3 * math.sqrt(N))
+@pytest.mark.parametrize("backend", ["dense", "chunked"])
+def test_ulisse_gradient_is_unbiased(backend):
+    """Both ways of forming the bilinear forms: stored distances (dense) and row blocks."""
+    exact, G = _estimates("ulisse", 0.3 * math.sqrt(N), backend=backend)
     z = (G.mean(0) - exact) / (G.std(0) / math.sqrt(DRAWS))
     assert bool((z.abs() <= Z).all()), z
 
@@ -168,3 +173,32 @@ def test_truncated_cg_takes_a_step_per_column_and_counts_its_products(monkeypatc
             residual = torch.cat([y[:, None], est.probes], 1) - build(theta).matmat(before)
             assert bool((torch.linalg.vector_norm(residual, dim=0) <= 1.0).all())
             assert bool((est.warm != before).any(0).all())  # every column took a step
+
+
+@pytest.mark.parametrize(
+    ("kernel", "parametrization"),
+    [
+        (pn.kernels.RBF(lengthscale=0.7), "seed"),
+        (pn.kernels.RBF(lengthscale=0.7), "log"),
+        (pn.kernels.Matern(nu=1.5, lengthscale=0.7), "log"),
+        (pn.kernels.Matern(nu=2.5, lengthscale=0.7), "log"),
+    ],
+)
+def test_dense_surrogate_gradient_equals_autograd_of_the_kernel_matrix(kernel, parametrization):
+    """``∇_θ Σ_c u_cᵀ K̂(θ) w_c`` from stored distances = autograd through ``K̂(θ)``."""
+    g = torch.Generator().manual_seed(2)
+    X = torch.randn(50, 3, generator=g, dtype=F64)
+    U, W = torch.randn(2, 50, 4, generator=g, dtype=F64)
+    params = LogHyperparameters(kernel, 0.3, parametrization=parametrization)
+    theta = params.initial() + torch.tensor([0.2, -0.3, -0.5], dtype=F64)
+    fast = DenseSurrogate(params, X)
+    K_hat = fast.system(theta).to_dense()
+    got = fast.gradient(U, W)
+    k = params.kernel_at(theta)
+    (U * (k(X) @ W)).sum().backward()
+    want = params.chain_rule(theta, float((U * W).sum()))
+    ref_K = k(X).detach() + params.noise_at(theta) * torch.eye(50, dtype=F64)
+    torch.testing.assert_close(K_hat, ref_K, rtol=rtol_for(F64), atol=rtol_for(F64))
+    torch.testing.assert_close(got, want, rtol=rtol_for(F64), atol=rtol_for(F64))
+    with pytest.raises(RuntimeError, match="system"):
+        fast.gradient(U, W)  # one gradient per system: the graph is released

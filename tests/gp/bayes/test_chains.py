@@ -32,7 +32,9 @@ def _job(config: ChainConfig, checkpoint=None):
     fit = laplace_preconditioner(
         params, X, y, subset=60, generator=torch.Generator().manual_seed(0)
     )
-    return chains_module._Job(X, y, config, params, fit.M, fit.theta, 1234, checkpoint, "tag")
+    return chains_module._Job(
+        X, y, config, params, fit.M, fit.theta, 1234, checkpoint, "tag", config.iterations
+    )
 
 
 class _Stop(Exception):
@@ -58,6 +60,35 @@ def test_an_interrupted_chain_resumes_into_the_same_draws(sampler, tmp_path):
     resumed = chains_module._chain(_job(config, path), None)
     assert torch.equal(resumed.samples, whole.samples)
     assert resumed.frozen_at == whole.frozen_at
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "mh"])
+def test_a_run_taken_in_pieces_with_until_is_the_whole_run(sampler, tmp_path):
+    """``until`` stops every chain part-way along the full run's schedule; a later call
+    continues from the checkpoints and the draws equal one uninterrupted run's."""
+    X, y = _data(60)
+    config = ChainConfig(sampler=sampler, iterations=240, subset=60, variance_batch=40,
+                         checkpoint_every=50, alpha=1.0, burn_in=100)  # fmt: skip
+
+    def run(until=None, checkpoint=None):
+        return sample_hyperparameters(
+            X, y, config, chains=2, generator=torch.Generator().manual_seed(6), processes=1,
+            checkpoint=checkpoint, until=until,
+        )  # fmt: skip
+
+    whole = run()
+    first = run(until=90, checkpoint=tmp_path / "ck")
+    assert first.all_samples.shape == (2, 90, 3)
+    assert torch.equal(first.all_samples, whole.all_samples[:, :90])
+    if sampler == "mh":  # still inside the burn-in: not certified, its second half kept
+        assert not first.frozen and first.start == 45
+    rest = run(until=240, checkpoint=tmp_path / "ck")
+    assert torch.equal(rest.all_samples, whole.all_samples)
+    assert torch.equal(rest.samples, whole.samples)
+    again = run(until=90, checkpoint=tmp_path / "ck")  # files hold more: the first 90
+    assert torch.equal(again.all_samples, whole.all_samples[:, :90])
+    with pytest.raises(ValueError, match="until"):
+        run(until=241)
 
 
 def test_a_checkpoint_of_another_run_is_refused(tmp_path):
