@@ -25,9 +25,11 @@ from .mll_estimators import (
 )
 from .pathwise import PathwiseSamples, sample_posterior
 from .posterior import GaussianPosterior
+from .qsgp import QSGP
 from .training import TrainingConfig, TrainingResult, train_hyperparameters
 
 __all__ = [
+    "QSGP",
     "AffineGP",
     "AffinePosterior",
     "ExactEstimator",

@@ -1,0 +1,322 @@
+"""QSGP: a weight-space GP on random Fourier features fit by quadruply stochastic VI."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from ..._core.validation import check_positive_int, check_tensor, require_generator
+from ...kernels.base import StationaryKernel
+from ...kernels.random_features import RandomFourierFeatures
+from ...likelihoods.base import Likelihood
+from ...likelihoods.bernoulli import Bernoulli
+from ...likelihoods.gaussian import Gaussian
+from ...likelihoods.poisson import Poisson
+from ..posterior import GaussianPosterior
+from .covariance import VariationalCovariance
+from .estimator import ControlVariates, estimate
+from .exact import exact_elbo, gauss_hermite
+from .features import FeatureBlocks
+from .optim import SparseAdagrad
+from .sampling import draw_indices
+
+__all__ = ["QSGP"]
+
+#: Likelihoods QSGP accepts: Gaussian (unbiased ELBO) and the log-concave Bernoulli and
+#: Poisson (Theorem 3's lower bound).
+LIKELIHOODS = (Gaussian, Bernoulli, Poisson)
+
+
+class QSGP:
+    """Quadruply stochastic GP (Evans & Nair): ``f(x) = φ(x)ᵀw``, ``q(w) = N(μ, C Cᵀ)``.
+
+    ``φ`` are ``m`` random Fourier features of ``kernel`` (prior ``w ~ N(0, I)``, so
+    ``φ(x)ᵀφ(x') ≈ k(x, x')``). Training maximises the ELBO by stochastic gradients whose
+    per-iteration cost is independent of ``n`` and ``m``: every estimate samples ``ñ``
+    data points and three sets of ``m̃`` basis functions (Theorems 1–2, Proposition 2;
+    for Bernoulli and Poisson likelihoods Theorem 3's lower bound with Gauss–Hermite
+    quadrature), with control variates on ``n̄`` support points (eq. 3, Proposition 3,
+    appendix F); see :mod:`pnsolve.gp.qsgp.estimator`.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel (RBF or Matérn, isotropic or ARD). Its hyperparameters are
+        learned in place by :meth:`fit` (empirical Bayes) unless frozen there.
+    likelihood
+        :class:`~pnsolve.likelihoods.Gaussian` (its noise is the starting value of the
+        learned ``σ²``), :class:`~pnsolve.likelihoods.Bernoulli` (labels ``{0, 1}``, logit
+        or probit) or :class:`~pnsolve.likelihoods.Poisson`.
+    num_features
+        ``m ≥ 1``.
+    covariance
+        ``"chevron"`` (default: ``rank`` dense columns, ``O(m · rank)`` parameters),
+        ``"diagonal"`` (mean-field, QSGP-0) or ``"full"`` (``m ≤ 4096``).
+    rank
+        Dense columns of the chevron factor (default ``min(20, m)``; seed: 100 in its
+        Table 2).
+    batch_size
+        ``ñ``: data points per estimate.
+    feature_batch_size
+        ``m̃``: basis functions per index set (``≥ m``: all, the exact ELBO).
+    control_variate_rank
+        ``n̄``: support points of the control variates (0: none). Gaussian likelihood
+        only (the other likelihoods' bound has no quadratic ``Φ`` terms to control).
+    linear_control_variate
+        Also the control variate of appendix F.2 for ``yᵀΦμ`` (precomputes ``b = Φᵀy``
+        once: ``O(n m)``).
+    quadrature_points
+        Gauss–Hermite points of the non-Gaussian expectations (seed: 101).
+    generator
+        Draws the random features, the support points and the initial state.
+
+    Attributes
+    ----------
+    mean_weights
+        ``μ``, shape ``(m,)`` (after the first :meth:`fit`, :meth:`elbo` or estimate).
+    cov
+        The :class:`~pnsolve.gp.qsgp.covariance.VariationalCovariance`.
+    history
+        Per step of :meth:`fit`: ``{"step", "elbo", "seconds"}`` (the ELBO estimate).
+    """
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        likelihood: Likelihood,
+        num_features: int,
+        *,
+        covariance: str = "chevron",
+        rank: int | None = None,
+        batch_size: int = 100,
+        feature_batch_size: int = 500,
+        control_variate_rank: int = 100,
+        linear_control_variate: bool = False,
+        quadrature_points: int = 101,
+        generator: torch.Generator,
+    ) -> None:
+        if not isinstance(kernel, StationaryKernel):
+            raise TypeError(
+                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+            )
+        if not isinstance(likelihood, LIKELIHOODS):
+            names = ", ".join(c.__name__ for c in LIKELIHOODS)
+            raise TypeError(
+                f"likelihood must be one of {names} (log-concave, one latent function), "
+                f"got {type(likelihood).__name__}"
+            )
+        self.kernel, self.likelihood = kernel, likelihood
+        self.m = check_positive_int(num_features, "num_features")
+        self.covariance_kind = covariance
+        self.rank = min(20, self.m) if rank is None else rank
+        # validates covariance/rank now (dtype/device are settled at the first data)
+        VariationalCovariance(
+            self.m, covariance, self.rank, dtype=torch.float64, device=torch.device("cpu")
+        )
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.feature_batch_size = check_positive_int(feature_batch_size, "feature_batch_size")
+        if not (isinstance(control_variate_rank, int) and control_variate_rank >= 0):
+            raise ValueError(
+                f"control_variate_rank must be an int ≥ 0, got {control_variate_rank!r}"
+            )
+        self.control_variate_rank = control_variate_rank
+        self.linear_control_variate = bool(linear_control_variate)
+        self.quadrature_points = check_positive_int(quadrature_points, "quadrature_points")
+        self.generator = require_generator(generator)
+        self.features: FeatureBlocks | None = None
+        self.mean_weights: torch.Tensor | None = None
+        self.cov: VariationalCovariance | None = None
+        self.log_noise: torch.Tensor | None = None
+        self.cv: ControlVariates | None = None
+        self.history: list[dict[str, float]] = []
+        self.steps_done = 0
+        self._rule: tuple[torch.Tensor, torch.Tensor] | None = None
+        # optimiser state carried from one fit call to the next
+        self._adagrad: SparseAdagrad | None = None
+        self._adam_state: dict | None = None
+
+    # ------------------------------------------------------------------ set-up
+    def _check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
+        X = check_tensor(X, "X")
+        if X.ndim != 2 or not X.is_floating_point():
+            raise ValueError(f"X must be a floating tensor of shape (n, d), got {tuple(X.shape)}")
+        if not bool(torch.isfinite(X).all()):
+            raise ValueError("X contains NaN or Inf")
+        y = self.likelihood.check_targets(y).to(X.dtype)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
+        if self.features is not None and X.shape[1] != self.features.rff.input_dim:
+            raise ValueError(
+                f"X has {X.shape[1]} columns but the model was built for "
+                f"{self.features.rff.input_dim}"
+            )
+        return X, y
+
+    def _ensure(self, X: torch.Tensor) -> None:
+        """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once."""
+        if self.features is not None:
+            return
+        rff = RandomFourierFeatures(
+            self.kernel, self.m, X.shape[1], generator=self.generator, dtype=X.dtype,
+            device=X.device,
+        )  # fmt: skip
+        self.features = FeatureBlocks(rff)
+        self.features.freeze()
+        self.mean_weights = torch.zeros(self.m, dtype=X.dtype, device=X.device)
+        self.cov = VariationalCovariance(
+            self.m, self.covariance_kind, self.rank, dtype=X.dtype, device=X.device
+        )
+        noise = self.likelihood.noise_variance if isinstance(self.likelihood, Gaussian) else 1.0
+        self.log_noise = torch.tensor(math.log(float(noise)), dtype=X.dtype, device=X.device)
+
+    @property
+    def noise(self) -> float:
+        """The Gaussian likelihood's (learned) noise variance ``σ²``."""
+        if not isinstance(self.likelihood, Gaussian):
+            raise AttributeError("noise is defined for a Gaussian likelihood only")
+        if self.log_noise is None:
+            return float(self.likelihood.noise_variance)
+        return math.exp(float(self.log_noise))
+
+    def _quadrature(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Gauss–Hermite rule in ``X``'s dtype/device (computed once per model)."""
+        rule = self._rule
+        if rule is None or rule[0].dtype != X.dtype or rule[0].device != X.device:
+            rule = self._rule = gauss_hermite(self.quadrature_points, X.dtype, X.device)
+        return rule
+
+    def build_control_variates(self, X: torch.Tensor, y: torch.Tensor) -> ControlVariates | None:
+        """Support points and exact running products for the current ``q`` (``O(n̄ m)``)."""
+        assert self.features is not None and self.cov is not None and self.mean_weights is not None
+        nbar = min(self.control_variate_rank, X.shape[0])
+        if nbar == 0 or not isinstance(self.likelihood, Gaussian):
+            return None
+        support = torch.randperm(X.shape[0], generator=self.generator, device=X.device)[:nbar]
+        B = self.features.block(X[support], frozen=True)  # (n̄, m)
+        R = self.cov.R
+        cv = ControlVariates(
+            support=support,
+            a=B @ self.mean_weights,
+            A=B @ self.cov.dense_columns() if R else B[:, :0],
+            basis_dense=B[:, :R].clone(),
+        )
+        if self.linear_control_variate:
+            b = torch.zeros(self.m, dtype=X.dtype, device=X.device)
+            for sl, Phi in self.features.chunks(X, frozen=True):
+                b += Phi.mT @ y[sl]
+            cv.b, cv.beta = b, b @ self.mean_weights
+        return cv
+
+    # ----------------------------------------------------------------- queries
+    def elbo(self, X: torch.Tensor, y: torch.Tensor) -> float:
+        """The exact ELBO at the current ``q`` and hyperparameters (``O(n m R)``)."""
+        X, y = self._check_data(X, y)
+        self._ensure(X)
+        assert self.features is not None and self.cov is not None and self.mean_weights is not None
+        assert self.log_noise is not None
+        with torch.no_grad():
+            value = exact_elbo(
+                self.features, self.cov, self.mean_weights, torch.exp(self.log_noise),
+                self.likelihood, X, y, self._quadrature(X),
+            )  # fmt: skip
+        return float(value)
+
+    def elbo_estimate(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        generator: torch.Generator,
+        control_variates: bool = True,
+    ) -> float:
+        """One draw of the stochastic ELBO estimate (Gaussian: unbiased; else a lower bound).
+
+        With ``control_variates`` (and ``control_variate_rank > 0``) the support points
+        and their products are those of the last :meth:`fit`, or drawn now.
+        """
+        X, y = self._check_data(X, y)
+        generator = require_generator(generator)
+        self._ensure(X)
+        assert self.features is not None and self.cov is not None and self.mean_weights is not None
+        cv = None
+        if control_variates:
+            cv = self.cv if self.cv is not None else self.build_control_variates(X, y)
+            self.cv = cv
+        draw = draw_indices(
+            X.shape[0], self.m, self.cov.R, self.batch_size, self.feature_batch_size, generator
+        )
+        assert self.log_noise is not None
+        with torch.no_grad():
+            est = estimate(
+                self.features, self.cov, self.mean_weights, torch.exp(self.log_noise),
+                self.likelihood, X, y, draw, cv, self._quadrature(X),
+            )  # fmt: skip
+        return float(est.elbo)
+
+    def posterior(self, Xs: torch.Tensor, *, chunk_entries: int = 2**22) -> GaussianPosterior:
+        """The latent ``f(Xs) = φ(Xs)ᵀw`` under ``q``: ``.mean``, ``.var`` (shape ``(t,)``)."""
+        if self.features is None or self.cov is None or self.mean_weights is None:
+            raise RuntimeError("fit the model (or evaluate its ELBO) before asking for a posterior")
+        Xs = check_tensor(Xs, "Xs")
+        if Xs.ndim != 2 or Xs.shape[1] != self.features.rff.input_dim:
+            raise ValueError(
+                f"Xs must have shape (t, {self.features.rff.input_dim}), got {tuple(Xs.shape)}"
+            )
+        means, variances = [], []
+        with torch.no_grad():
+            for _, Phi in self.features.chunks(Xs, max_entries=chunk_entries):
+                means.append(Phi @ self.mean_weights)
+                variances.append(self.cov.latent_var(Phi))
+        mean, var = torch.cat(means), torch.cat(variances)
+        features, cov = self.features, self.cov
+
+        def full_cov() -> torch.Tensor:
+            with torch.no_grad():
+                F = features.block(Xs) @ cov.matrix()
+                return F @ F.mT
+
+        return GaussianPosterior(mean, var, full_cov)
+
+    def predict_proba(self, Xs: torch.Tensor) -> torch.Tensor:
+        """``p(y = 1 | Xs)`` for a Bernoulli likelihood, shape ``(t,)`` (Gauss–Hermite)."""
+        if not isinstance(self.likelihood, Bernoulli):
+            raise TypeError("predict_proba needs a Bernoulli likelihood")
+        post = self.posterior(Xs)
+        nodes, weights = self._quadrature(post.mean)
+        f = post.mean.unsqueeze(1) + nodes * post.var.clamp_min(0).sqrt().unsqueeze(1)
+        link = torch.sigmoid if self.likelihood.link == "logit" else torch.special.ndtr
+        return link(f) @ weights
+
+    def fit(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        steps: int = 1000,
+        lr: float = 0.1,
+        generator: torch.Generator,
+        hyper_lr: float = 1e-2,
+        learn_hyperparameters: bool = True,
+        freeze_hyperparameters: int | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: int = 1000,
+        progress: bool = False,
+    ) -> QSGP:
+        """Maximise the ELBO by stochastic gradients (:func:`pnsolve.gp.qsgp.training.fit`)."""
+        from .training import fit
+
+        return fit(
+            self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
+            learn_hyperparameters=learn_hyperparameters,
+            freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every, progress=progress,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (
+            f"QSGP({type(self.kernel).__name__}, {type(self.likelihood).__name__}, m={self.m}, "
+            f"covariance={self.covariance_kind!r}, batch_size={self.batch_size}, "
+            f"feature_batch_size={self.feature_batch_size})"
+        )

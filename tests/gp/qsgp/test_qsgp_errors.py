@@ -1,0 +1,67 @@
+"""QSGP refuses bad input with errors that name the argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pnsolve as pn
+
+F64 = torch.float64
+
+
+def _make(**kwargs):
+    args = {"generator": torch.Generator().manual_seed(0)}
+    args.update(kwargs)
+    likelihood = args.pop("likelihood", pn.likelihoods.Gaussian(0.1))
+    m = args.pop("m", 10)
+    return pn.gp.QSGP(pn.kernels.RBF(), likelihood, m, **args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"m": 0}, ValueError, "num_features"),
+        ({"m": 2.5}, TypeError, "num_features"),
+        ({"covariance": "banded"}, ValueError, "covariance"),
+        ({"covariance": "chevron", "rank": 0}, ValueError, "rank"),
+        ({"covariance": "chevron", "rank": 11}, ValueError, "rank"),
+        ({"covariance": "full", "m": 5000}, ValueError, "full"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"feature_batch_size": -1}, ValueError, "feature_batch_size"),
+        ({"quadrature_points": 0}, ValueError, "quadrature_points"),
+        ({"control_variate_rank": -1}, ValueError, "control_variate_rank"),
+        ({"likelihood": pn.likelihoods.Softmax(3)}, TypeError, "likelihood"),
+        ({"generator": None}, TypeError, "generator"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        _make(**kwargs)
+
+
+def test_bad_data_is_refused():
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(20, 2, generator=g, dtype=F64)
+    q = _make(likelihood=pn.likelihoods.Bernoulli())
+    with pytest.raises(ValueError, match="y"):
+        q.fit(X, torch.full((20,), 2.0, dtype=F64), steps=5, generator=g)  # labels not 0/1
+    with pytest.raises(ValueError, match="y"):
+        q.fit(X, torch.zeros(19, dtype=F64), steps=5, generator=g)
+    with pytest.raises(ValueError, match="X"):
+        q.fit(X[:, 0], torch.zeros(20, dtype=F64), steps=5, generator=g)
+    bad = X.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="X"):
+        q.fit(bad, torch.zeros(20, dtype=F64), steps=5, generator=g)
+    with pytest.raises(RuntimeError, match="fit"):
+        q.posterior(X)
+    q.fit(X, torch.zeros(20, dtype=F64), steps=3, generator=g)
+    with pytest.raises(ValueError, match="Xs"):
+        q.posterior(torch.randn(4, 3, dtype=F64))
+    with pytest.raises(ValueError, match="steps"):
+        q.fit(X, torch.zeros(20, dtype=F64), steps=0, generator=g)
+    with pytest.raises(TypeError, match="Bernoulli"):
+        _make().predict_proba(X)
+    with pytest.raises(AttributeError, match="Gaussian"):
+        _ = q.noise
