@@ -22,6 +22,7 @@ SCRIPTS = [
     "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)
     "bench_sgld_mh.py",  # seed 000 §5.1, SGLD vs MH: about 45 minutes (--quick: 3)
     "bench_sgld_large.py",  # seed 000 §5.2, matrix-free chains: about 35 minutes (--quick: 1)
+    "bench_qsgp_cost.py",  # seed 002: flat cost per step, Fig. 1 (--quick: 1 minute)
 ]
 
 
