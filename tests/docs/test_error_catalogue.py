@@ -448,6 +448,29 @@ CASES: dict[str, Case] = {
         ValueError,
         "method must be one of",
     ),
+    "qsgp-features": Case(
+        "GP models",
+        "`QSGP` with no features",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Gaussian(), 0, generator=_gen()),
+        ValueError,
+        "num_features must be",
+    ),
+    "qsgp-likelihood": Case(
+        "GP models",
+        "`QSGP` with a likelihood its bound does not cover",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Softmax(3), 10, generator=_gen()),
+        TypeError,
+        "likelihood must be one of",
+    ),
+    "qsgp-labels": Case(
+        "GP models",
+        "`QSGP.fit` with labels outside {0, 1} (Bernoulli)",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Bernoulli(), 10, generator=_gen()).fit(
+            _X(), 2 * _labels(), steps=1, generator=_gen()
+        ),
+        ValueError,
+        "y",
+    ),
     # --- likelihoods
     "bernoulli-labels": Case(
         "likelihoods",

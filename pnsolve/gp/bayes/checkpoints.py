@@ -3,7 +3,8 @@
 A file holds a chain's sampler state, both of its generators' states, the gradient
 estimator's probes and warm starts, and a fingerprint of the run (data, settings,
 model, seeds), so that a resumed chain continues into exactly the draws of an
-uninterrupted one and a file of another run is refused.
+uninterrupted one; a file of another run, another kind or a damaged one is refused
+(:mod:`pnsolve._core.statefile`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..._core.statefile import load_state, save_state
 from .hyperparameters import LogHyperparameters
 
 __all__ = ["chain_path", "load_chain", "run_fingerprint", "save_chain"]
@@ -53,16 +55,13 @@ def save_chain(
 ) -> None:
     """Write a chain's state atomically (a temporary file, then a rename)."""
     payload = {
-        "tag": tag,
         "state": asdict(state),
         "g_noise": g_noise.get_state(),
         "g_grad": g_grad.get_state(),
         "gradient": None if gradient is None else gradient.state_dict(),
         "seconds": seconds,
     }
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(path)
+    save_state(path, "chain", tag, payload)
 
 
 def load_chain(
@@ -78,14 +77,10 @@ def load_chain(
     Raises
     ------
     ValueError
-        If the file belongs to another run (its fingerprint differs from ``tag``).
+        If the file belongs to another run (its fingerprint differs from ``tag``), is
+        not a chain checkpoint, or is corrupt or truncated.
     """
-    payload = torch.load(path, weights_only=False)
-    if payload.get("tag") != tag:
-        raise ValueError(
-            f"checkpoint {path} belongs to another run (data, settings or seed "
-            "differ); delete it or choose another --checkpoint"
-        )
+    payload = load_state(path, "chain", tag)
     for key, value in payload["state"].items():
         setattr(state, key, value)
     g_noise.set_state(payload["g_noise"])

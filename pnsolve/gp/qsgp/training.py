@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
+from ..._core.statefile import load_state, save_state
 from ..._core.validation import check_positive_int, require_generator
 from ...likelihoods.gaussian import Gaussian
-from .estimator import estimate
+from .estimator import ControlVariates, estimate
 from .optim import SparseAdagrad
 from .sampling import Draw, draw_indices
 
@@ -180,10 +181,9 @@ def _fingerprint(q: QSGP, X: torch.Tensor, y: torch.Tensor) -> str:
     return h.hexdigest()[:16]
 
 
-def _state(q: QSGP, tag: str, adagrad: SparseAdagrad, adam, generator) -> dict:
+def _state(q: QSGP, adagrad: SparseAdagrad, adam, generator) -> dict:
     assert q.features is not None and q.cov is not None
     return {
-        "tag": tag,
         "steps_done": q.steps_done,
         "mean_weights": q.mean_weights,
         "cov": q.cov.state_dict(),
@@ -191,7 +191,7 @@ def _state(q: QSGP, tag: str, adagrad: SparseAdagrad, adam, generator) -> dict:
         "kernel": q.kernel.state_dict(),
         "features": q.features.rff.state_dict(),
         "frozen": q.features._frozen,
-        "cv": q.cv,
+        "cv": None if q.cv is None else asdict(q.cv),
         "adagrad": adagrad.state_dict(),
         "adam": adam.state_dict(),
         "generator": generator.get_state(),
@@ -201,18 +201,11 @@ def _state(q: QSGP, tag: str, adagrad: SparseAdagrad, adam, generator) -> dict:
 
 
 def _save(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(_state(q, tag, adagrad, adam, generator), tmp)
-    os.replace(tmp, path)
+    save_state(path, "qsgp", tag, _state(q, adagrad, adam, generator))
 
 
 def _load(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
-    state = torch.load(path, weights_only=False)
-    if state.get("tag") != tag:
-        raise ValueError(
-            f"checkpoint {path} belongs to another run (other data or settings); "
-            "remove it or pass another checkpoint path"
-        )
+    state = load_state(path, "qsgp", tag)
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None
     with torch.no_grad():
@@ -222,7 +215,7 @@ def _load(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
         q.kernel.load_state_dict(state["kernel"])
         q.features.rff.load_state_dict(state["features"])
     q.features._frozen = state["frozen"]
-    q.cv = state["cv"]
+    q.cv = None if state["cv"] is None else ControlVariates(**state["cv"])
     q.steps_done = state["steps_done"]
     q.history = list(state["history"])
     adagrad.load_state_dict(state["adagrad"])

@@ -92,3 +92,11 @@ def test_a_checkpointed_fit_resumes_into_the_same_iterates(tmp_path, problem, mo
     other = model("gaussian", m=26, X=X)
     with pytest.raises(ValueError, match="another run"):
         other.fit(X, y, steps=50, generator=torch.Generator().manual_seed(3), checkpoint=path)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        fresh().fit(X, y, steps=50, generator=torch.Generator().manual_seed(3), checkpoint=cut)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    with pytest.raises(ValueError, match="not a pnsolve qsgp checkpoint"):
+        fresh().fit(X, y, steps=50, generator=torch.Generator().manual_seed(3), checkpoint=notes)

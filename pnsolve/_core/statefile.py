@@ -1,0 +1,100 @@
+r"""Checksummed state files of resumable runs (SGLD/MH chains, QSGP training).
+
+Layout: one ASCII header line ``pnsolve-state 1 <kind> <sha256>\n`` followed by the
+``torch.save`` serialisation of ``{"tag": ..., "payload": ...}``; the digest covers every
+byte after the header. A file written by another run (another ``tag``: data, settings
+or seed differ), by another tool, or cut short is refused with a message naming it,
+instead of silently changing the resumed run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["load_state", "save_state"]
+
+_MAGIC = b"pnsolve-state"
+_FORMAT = b"1"
+
+
+def save_state(path: str | os.PathLike, kind: str, tag: str, payload: dict[str, Any]) -> None:
+    """Write ``payload`` (tensors and plain containers) atomically with a checksum.
+
+    Parameters
+    ----------
+    path
+        The file (its folder is created).
+    kind
+        One word naming the file's kind (``"chain"``, ``"qsgp"``); checked on loading.
+    tag
+        Fingerprint of the run (data, settings, seeds); checked on loading.
+    payload
+        The state.
+    """
+    if not kind.isidentifier():
+        raise ValueError(f"kind must be one word, got {kind!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save({"tag": tag, "payload": payload}, buffer)
+    body = buffer.getvalue()
+    digest = hashlib.sha256(body).hexdigest().encode()
+    header = b" ".join([_MAGIC, _FORMAT, kind.encode(), digest]) + b"\n"
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        fh.write(header)
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_state(path: str | os.PathLike, kind: str, tag: str) -> dict[str, Any]:
+    """Read a file of :func:`save_state`, checking its kind, checksum and run.
+
+    Returns
+    -------
+    dict
+        The payload (tensors on the CPU).
+
+    Raises
+    ------
+    ValueError
+        Naming the file when it is unreadable, not a pnsolve ``kind`` file, corrupt or
+        truncated (checksum mismatch), or written by another run.
+    """
+    name = repr(str(path))
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"checkpoint {name} is not readable: {exc.strerror or exc}") from exc
+    header, sep, body = raw.partition(b"\n")
+    fields = header.split(b" ")
+    if not sep or len(fields) != 4 or fields[0] != _MAGIC or fields[2] != kind.encode():
+        raise ValueError(
+            f"checkpoint {name} is not a pnsolve {kind} checkpoint; delete it or choose "
+            "another checkpoint file"
+        )
+    if fields[1] != _FORMAT or hashlib.sha256(body).hexdigest().encode() != fields[3]:
+        raise ValueError(
+            f"checkpoint {name} is corrupt or truncated (checksum mismatch); delete it to "
+            "start the run over"
+        )
+    try:
+        # weights_only: tensors and plain containers only, no arbitrary unpickling
+        state = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+    except Exception as exc:  # any unreadable body is the same user error
+        message = " ".join(str(exc).split())[:200]
+        raise ValueError(f"checkpoint {name} is not readable: {message}") from exc
+    if state.get("tag") != tag:
+        raise ValueError(
+            f"checkpoint {name} belongs to another run (data, settings or seed differ); "
+            "delete it or choose another checkpoint file"
+        )
+    return state["payload"]
