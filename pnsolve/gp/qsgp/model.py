@@ -209,6 +209,29 @@ class QSGP:
             cv.b, cv.beta = b, b @ self.mean_weights
         return cv
 
+    def closed_form_diagonal(self, X: torch.Tensor, y: torch.Tensor) -> None:
+        """Set the diagonal-only columns' ``c_rr`` to their optimum (Proposition 1).
+
+        For a column ``c_r = c_rr e_r`` (``r ≥ R``) the ELBO is maximised at
+        ``c_rr = sqrt(σ² / (φ_rᵀφ_r + σ² s_rr))`` (``s_rr = 1``), whatever the other
+        parameters; this costs one pass over ``Φ`` (``O(n m)``), so it is an
+        initialisation (``fit(..., closed_form_diagonal=True)``), not a per-step rule.
+        Gaussian likelihood only.
+        """
+        if not isinstance(self.likelihood, Gaussian):
+            raise TypeError("Proposition 1's closed form needs a Gaussian likelihood")
+        X, y = self._check_data(X, y)
+        self._ensure(X)
+        assert self.features is not None and self.cov is not None and self.log_noise is not None
+        R = self.cov.R
+        col_sq = torch.zeros(self.m - R, dtype=X.dtype, device=X.device)
+        with torch.no_grad():
+            for _, Phi in self.features.chunks(X):
+                col_sq += (Phi[:, R:] ** 2).sum(0)
+            s2 = torch.exp(self.log_noise)
+            self.cov.log_diag[R:] = 0.5 * torch.log(s2 / (col_sq + s2))
+        self.cv = None  # the running products no longer match: rebuilt by the next fit
+
     # ----------------------------------------------------------------- queries
     def elbo(self, X: torch.Tensor, y: torch.Tensor) -> float:
         """The exact ELBO at the current ``q`` and hyperparameters (``O(n m R)``)."""
@@ -303,10 +326,18 @@ class QSGP:
         checkpoint: str | Path | None = None,
         checkpoint_every: int = 1000,
         progress: bool = False,
+        closed_form_diagonal: bool = False,
     ) -> QSGP:
-        """Maximise the ELBO by stochastic gradients (:func:`pnsolve.gp.qsgp.training.fit`)."""
+        """Maximise the ELBO by stochastic gradients (:func:`pnsolve.gp.qsgp.training.fit`).
+
+        ``closed_form_diagonal``: start the diagonal-only columns of ``C`` at
+        Proposition 1's optimum (:meth:`closed_form_diagonal`, one ``O(n m)`` pass)
+        instead of the prior's ``c_rr = 1``; they are learned afterwards.
+        """
         from .training import fit
 
+        if closed_form_diagonal and self.steps_done == 0:
+            self.closed_form_diagonal(X, y)
         return fit(
             self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
             learn_hyperparameters=learn_hyperparameters,

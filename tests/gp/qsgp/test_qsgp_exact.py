@@ -92,3 +92,30 @@ def test_predict_proba_is_the_expected_sigmoid(problem, model):
     p = q.predict_proba(Xs)
     assert bool(((p > 0) & (p < 1)).all())
     torch.testing.assert_close(p, mc, rtol=0, atol=5 / math.sqrt(200_000))
+
+
+@pytest.mark.parametrize("covariance", ["diagonal", "chevron"])
+def test_proposition_1_is_the_optimum_of_the_diagonal_columns(covariance, problem, model):
+    """After ``closed_form_diagonal`` the exact ELBO's gradient in ``log c_rr`` vanishes
+    for every diagonal-only column (r ≥ R), and not before."""
+    X, y = problem("gaussian", n=60)
+    q = model("gaussian", m=25, covariance=covariance, X=X)
+    from pnsolve.gp.qsgp.exact import exact_elbo
+
+    def grad():
+        ld = q.cov.log_diag.clone().requires_grad_(True)
+        saved = q.cov.log_diag
+        q.cov.log_diag = ld
+        try:
+            value = exact_elbo(q.features, q.cov, q.mean_weights, torch.tensor(q.noise, dtype=F64),
+                               q.likelihood, X, y, q._quadrature(X))  # fmt: skip
+            (g,) = torch.autograd.grad(value, ld)
+        finally:
+            q.cov.log_diag = saved
+        return g[q.cov.R :]
+
+    before = grad()
+    q.closed_form_diagonal(X, y)
+    after = grad()
+    assert float(before.abs().max()) > 0.1
+    assert float(after.abs().max()) <= TOL * 100 * float(before.abs().max())
