@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["load_state", "save_state"]
+__all__ = ["load_state", "load_verified", "read_raw", "save_state"]
 
 _MAGIC = b"pnsolve-state"
 _FORMAT = b"1"
@@ -69,11 +69,7 @@ def load_state(path: str | os.PathLike, kind: str, tag: str) -> dict[str, Any]:
         Naming the file when it is unreadable, not a pnsolve ``kind`` file, corrupt or
         truncated (checksum mismatch), or written by another run.
     """
-    name = repr(str(path))
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ValueError(f"checkpoint {name} is not readable: {exc.strerror or exc}") from exc
+    name, raw = read_raw(path)
     header, sep, body = raw.partition(b"\n")
     fields = header.split(b" ")
     if not sep or len(fields) != 4 or fields[0] != _MAGIC or fields[2] != kind.encode():
@@ -81,20 +77,41 @@ def load_state(path: str | os.PathLike, kind: str, tag: str) -> dict[str, Any]:
             f"checkpoint {name} is not a pnsolve {kind} checkpoint; delete it or choose "
             "another checkpoint file"
         )
-    if fields[1] != _FORMAT or hashlib.sha256(body).hexdigest().encode() != fields[3]:
+    state = load_verified(body, fields[3] if fields[1] == _FORMAT else b"", name)
+    if not isinstance(state, dict) or state.get("tag") != tag:
+        raise ValueError(
+            f"checkpoint {name} belongs to another run (data, settings or seed differ); "
+            "delete it or choose another checkpoint file"
+        )
+    return state["payload"]
+
+
+def read_raw(path: str | os.PathLike) -> tuple[str, bytes]:
+    """``(repr of the path, its bytes)``; an unreadable file is a ``ValueError`` naming it."""
+    name = repr(str(path))
+    try:
+        return name, Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"checkpoint {name} is not readable: {exc.strerror or exc}") from exc
+
+
+def load_verified(body: bytes, digest: bytes, name: str) -> Any:
+    """``torch.load`` of ``body`` (``weights_only``) after checking its SHA-256 ``digest``.
+
+    Raises
+    ------
+    ValueError
+        Naming the file (``name``) when the digest does not match (corrupt or
+        truncated) or the body does not load.
+    """
+    if hashlib.sha256(body).hexdigest().encode() != digest:
         raise ValueError(
             f"checkpoint {name} is corrupt or truncated (checksum mismatch); delete it to "
             "start the run over"
         )
     try:
         # weights_only: tensors and plain containers only, no arbitrary unpickling
-        state = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+        return torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
     except Exception as exc:  # any unreadable body is the same user error
         message = " ".join(str(exc).split())[:200]
         raise ValueError(f"checkpoint {name} is not readable: {message}") from exc
-    if state.get("tag") != tag:
-        raise ValueError(
-            f"checkpoint {name} belongs to another run (data, settings or seed differ); "
-            "delete it or choose another checkpoint file"
-        )
-    return state["payload"]

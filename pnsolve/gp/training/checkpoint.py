@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..._core.statefile import load_verified, read_raw
 from .record import StepRecord
 
 __all__ = ["TrainingCheckpoint", "load_checkpoint", "save_checkpoint"]
@@ -130,11 +131,7 @@ def load_checkpoint(path: str | os.PathLike) -> TrainingCheckpoint:
         Naming the file when it is unreadable, not a pnsolve training checkpoint,
         written by another format version, or corrupt/truncated (checksum mismatch).
     """
-    name = repr(str(path))
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ValueError(f"checkpoint {name} is not readable: {exc.strerror or exc}") from exc
+    name, raw = read_raw(path)
     header, sep, body = raw.partition(b"\n")
     fields = header.split(b" ")
     if not sep or len(fields) != 3 or fields[0] != _MAGIC:
@@ -149,17 +146,7 @@ def load_checkpoint(path: str | os.PathLike) -> TrainingCheckpoint:
             f"checkpoint {name} has format {version}, this pnsolve reads format {FORMAT}; "
             "delete it to start the run over"
         )
-    if hashlib.sha256(body).hexdigest().encode() != fields[2]:
-        raise ValueError(
-            f"checkpoint {name} is corrupt or truncated (checksum mismatch); delete it to "
-            "start the run over"
-        )
-    try:
-        # weights_only: plain containers and tensors only, no arbitrary unpickling
-        payload = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
-    except Exception as exc:  # any unreadable body is the same user error
-        message = " ".join(str(exc).split())[:200]
-        raise ValueError(f"checkpoint {name} is not readable: {message}") from exc
+    payload = load_verified(body, fields[2], name)
     if (
         not isinstance(payload, dict)
         or payload.get("format") != FORMAT
