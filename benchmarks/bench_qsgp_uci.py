@@ -14,7 +14,7 @@ seed's numbers beside ours where it has them.
 
 What is reduced against the seed (a GPU, ``m = 10⁵``, ``m̃ = 10⁴``, ``ñ = 500``, rank
 100, ``n̄ = 500``, 10⁵ iterations): by default ``m = 10⁴``, ``m̃ = 1 000``, rank 20,
-``n̄ = 200``, 4 000 steps, 3 splits.
+``n̄ = 200``, 2 000 steps, 3 splits (about 2.5 hours on one thread).
 
 Classification (Theorem 3's bound, Bernoulli logit): scikit-learn's digits (1 797 8×8
 images), odd against even as in the seed's MNIST study (101 Gauss–Hermite points, the
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--nt", type=int, default=500)
     parser.add_argument("--rank", type=int, default=20)
     parser.add_argument("--nbar", type=int, default=200)
-    parser.add_argument("--steps", type=int, default=4_000)
+    parser.add_argument("--steps", type=int, default=2_000)
     parser.add_argument("--subset", type=int, default=2_000, help="exact GP subset size")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--quick", action="store_true", help="protein, 1 split, m = 1000")

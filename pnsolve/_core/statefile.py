@@ -17,7 +17,21 @@ from typing import Any
 
 import torch
 
-__all__ = ["load_state", "load_verified", "read_raw", "save_state"]
+__all__ = ["load_state", "load_verified", "read_raw", "save_state", "tensor_digest"]
+
+
+def tensor_digest(*tensors: torch.Tensor) -> str:
+    """SHA-256 over dtypes, shapes and raw bytes of ``tensors`` (any device; order-sensitive).
+
+    Identifies the data a run or a cached state belongs to (run fingerprints).
+    """
+    h = hashlib.sha256()
+    for t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)};".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
 
 _MAGIC = b"pnsolve-state"
 _FORMAT = b"1"

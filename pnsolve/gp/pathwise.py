@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from .._core.precision import attainable_rtol
-from .._core.validation import check_finite, check_tensor
+from .._core.validation import check_finite, check_generator_device, check_tensor
 from ..kernels.base import StationaryKernel
 from ..kernels.random_features import RandomFourierFeatures
 from ..krylov.conjugate_gradient import cg
@@ -347,14 +347,7 @@ def _check_arguments(
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    gdev = torch.device(generator.device)
-    if gdev.type != X.device.type or (
-        gdev.index is not None and X.device.index is not None and gdev.index != X.device.index
-    ):
-        raise ValueError(
-            f"generator is on device {generator.device} but X is on {X.device}; "
-            "create the generator on X's device"
-        )
+    check_generator_device(generator, X.device, "X")
     mean_t = _check_mean(mean, X)
     if solver is None:
         solver = _default_solver

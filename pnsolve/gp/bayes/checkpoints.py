@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..._core.statefile import load_state, save_state
+from ..._core.statefile import load_state, save_state, tensor_digest
 from .hyperparameters import LogHyperparameters
 
 __all__ = ["chain_path", "load_chain", "run_fingerprint", "save_chain"]
@@ -37,8 +37,7 @@ def run_fingerprint(
 ) -> str:
     """SHA-256 of the data, the (dataclass) ``config``, the model and the chain seeds."""
     h = hashlib.sha256()
-    h.update(X.detach().cpu().contiguous().numpy().tobytes())
-    h.update(y.detach().cpu().contiguous().numpy().tobytes())
+    h.update(tensor_digest(X, y).encode())
     h.update(json.dumps(asdict(config), sort_keys=True).encode())
     h.update(repr((params, params.priors, seeds)).encode())
     return h.hexdigest()

@@ -83,6 +83,19 @@ class VariationalCovariance:
         return C
 
     # ----------------------------------------------------------------- queries
+    def latent_cov(self, Phi: torch.Tensor) -> torch.Tensor:
+        """``Φ Σ Φᵀ`` for feature rows ``Phi`` of shape ``(t, m)``; shape ``(t, t)``.
+
+        Through ``Φ C = [Φ C[:, :R], Φ[:, R:] diag(c_rr)]``: never forms ``C``.
+        """
+        R = self.R
+        F = Phi[:, R:] * torch.exp(self.log_diag[R:])
+        cov = F @ F.mT
+        if R:
+            D = Phi @ self.dense_columns()
+            cov = cov + D @ D.mT
+        return cov
+
     def latent_var(self, Phi: torch.Tensor) -> torch.Tensor:
         """``diag(Φ Σ Φᵀ)`` for feature rows ``Phi`` of shape ``(t, m)``; shape ``(t,)``."""
         R = self.R

@@ -55,11 +55,12 @@ class FeatureBlocks:
         if frozen:
             if self._frozen is None:
                 raise RuntimeError("the frozen basis is not set: call freeze() first")
-            ell, scale = (t.to(X.dtype) for t in self._frozen)
+            ell, scale = (t.to(dtype=X.dtype, device=X.device) for t in self._frozen)
         else:
-            ell, scale = k.lengthscale.to(X.dtype), k.outputscale.to(X.dtype)
-        eps = self.rff.base_frequencies.to(X.dtype)
-        phase = self.rff.phases.to(X.dtype)
+            ell = k.lengthscale.to(dtype=X.dtype, device=X.device)
+            scale = k.outputscale.to(dtype=X.dtype, device=X.device)
+        eps = self.rff.base_frequencies.to(dtype=X.dtype, device=X.device)
+        phase = self.rff.phases.to(dtype=X.dtype, device=X.device)
         if cols is not None:
             eps, phase = eps[cols], phase[cols]
         proj = torch.addmm(phase, X / ell, eps.mT)

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import torch
 
-from ..._core.validation import check_positive_int, check_tensor, require_generator
+from ..._core.statefile import tensor_digest
+from ..._core.validation import (
+    check_finite,
+    check_generator_device,
+    check_positive_int,
+    check_real_dtype,
+    check_same_device,
+    check_same_dtype,
+    check_tensor,
+    require_generator,
+)
 from ...kernels.base import StationaryKernel
 from ...kernels.random_features import RandomFourierFeatures
 from ...likelihoods.base import Likelihood
@@ -130,6 +140,7 @@ class QSGP:
         self.cov: VariationalCovariance | None = None
         self.log_noise: torch.Tensor | None = None
         self.cv: ControlVariates | None = None
+        self.cv_data: str | None = None  # digest of the (X, y) the control variates index
         self.history: list[dict[str, float]] = []
         self.steps_done = 0
         self._rule: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -139,25 +150,39 @@ class QSGP:
 
     # ------------------------------------------------------------------ set-up
     def _check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
-        X = check_tensor(X, "X")
-        if X.ndim != 2 or not X.is_floating_point():
-            raise ValueError(f"X must be a floating tensor of shape (n, d), got {tuple(X.shape)}")
-        if not bool(torch.isfinite(X).all()):
-            raise ValueError("X contains NaN or Inf")
+        X = self._check_inputs(X, "X")
+        y = check_tensor(y, "y")
+        check_same_device(y, X.device, "y", "X")
         y = self.likelihood.check_targets(y).to(X.dtype)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
-        if self.features is not None and X.shape[1] != self.features.rff.input_dim:
-            raise ValueError(
-                f"X has {X.shape[1]} columns but the model was built for "
-                f"{self.features.rff.input_dim}"
-            )
         return X, y
+
+    def _check_inputs(self, X: object, name: str) -> torch.Tensor:
+        """``X`` of shape ``(n, d)``, float32/64, finite, matching the model once built."""
+        X = check_tensor(X, name)
+        if X.ndim != 2 or not X.is_floating_point():
+            raise ValueError(
+                f"{name} must be a floating tensor of shape (n, d), got {X.dtype} "
+                f"of shape {tuple(X.shape)}"
+            )
+        check_real_dtype(X.dtype, name)
+        check_finite(X, name)
+        if self.features is not None and self.mean_weights is not None:
+            if X.shape[1] != self.features.rff.input_dim:
+                raise ValueError(
+                    f"{name} has {X.shape[1]} columns but the model was built for "
+                    f"{self.features.rff.input_dim}"
+                )
+            check_same_dtype(X, self.mean_weights.dtype, name, "the model's parameters")
+            check_same_device(X, self.mean_weights.device, name, "the model's parameters")
+        return X
 
     def _ensure(self, X: torch.Tensor) -> None:
         """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once."""
         if self.features is not None:
             return
+        check_generator_device(self.generator, X.device, "X")
         rff = RandomFourierFeatures(
             self.kernel, self.m, X.shape[1], generator=self.generator, dtype=X.dtype,
             device=X.device,
@@ -187,6 +212,18 @@ class QSGP:
             rule = self._rule = gauss_hermite(self.quadrature_points, X.dtype, X.device)
         return rule
 
+    def control_variates_for(self, X: torch.Tensor, y: torch.Tensor) -> ControlVariates | None:
+        """The control variates for the data ``(X, y)``: kept, or rebuilt for other data.
+
+        Their support points are row indices of the data they were built on and their
+        products (and F.2's ``Φᵀy``) belong to it, so other data (or the same rows in
+        another order) gets a new set; reusing them would bias the estimate.
+        """
+        digest = tensor_digest(X, y)
+        if self.cv is None or self.cv_data != digest:
+            self.cv, self.cv_data = self.build_control_variates(X, y), digest
+        return self.cv
+
     def build_control_variates(self, X: torch.Tensor, y: torch.Tensor) -> ControlVariates | None:
         """Support points and exact running products for the current ``q`` (``O(n̄ m)``)."""
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
@@ -194,14 +231,18 @@ class QSGP:
         if nbar == 0 or not isinstance(self.likelihood, Gaussian):
             return None
         support = torch.randperm(X.shape[0], generator=self.generator, device=X.device)[:nbar]
-        B = self.features.block(X[support], frozen=True)  # (n̄, m)
-        R = self.cov.R
-        cv = ControlVariates(
-            support=support,
-            a=B @ self.mean_weights,
-            A=B @ self.cov.dense_columns() if R else B[:, :0],
-            basis_dense=B[:, :R].clone(),
-        )
+        R, Xp = self.cov.R, X[support]
+        a = torch.zeros(nbar, dtype=X.dtype, device=X.device)
+        A = torch.zeros(nbar, R, dtype=X.dtype, device=X.device)
+        dense = self.cov.dense_columns()
+        step = max(R, 2**22 // nbar)  # Φ⁰_p in column blocks: never the whole (n̄, m)
+        for c0 in range(0, self.m, step):
+            cols = torch.arange(c0, min(self.m, c0 + step), device=X.device)
+            B = self.features.block(Xp, cols, frozen=True)
+            a += B @ self.mean_weights[cols]
+            A += B @ dense[cols]
+        basis = self.features.block(Xp, torch.arange(R, device=X.device), frozen=True)
+        cv = ControlVariates(support=support, a=a, A=A, basis_dense=basis)
         if self.linear_control_variate:
             b = torch.zeros(self.m, dtype=X.dtype, device=X.device)
             for sl, Phi in self.features.chunks(X, frozen=True):
@@ -234,7 +275,10 @@ class QSGP:
 
     # ----------------------------------------------------------------- queries
     def elbo(self, X: torch.Tensor, y: torch.Tensor) -> float:
-        """The exact ELBO at the current ``q`` and hyperparameters (``O(n m R)``)."""
+        """The exact ELBO at the current ``q`` and hyperparameters (``O(n m R)``).
+
+        ``X`` of shape ``(n, d)``, ``y`` of shape ``(n,)``; returns a Python float.
+        """
         X, y = self._check_data(X, y)
         self._ensure(X)
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
@@ -257,16 +301,18 @@ class QSGP:
         """One draw of the stochastic ELBO estimate (Gaussian: unbiased; else a lower bound).
 
         With ``control_variates`` (and ``control_variate_rank > 0``) the support points
-        and their products are those of the last :meth:`fit`, or drawn now.
+        and their products are those of the last :meth:`fit` on the same ``(X, y)``, else
+        drawn now with the model's generator (other data gets its own: reusing them
+        would bias the estimate).
+        ``X`` ``(n, d)``, ``y`` ``(n,)``; ``generator`` (on ``X``'s device) draws the four
+        index sets. Returns a Python float, like :meth:`elbo`.
         """
         X, y = self._check_data(X, y)
         generator = require_generator(generator)
         self._ensure(X)
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
-        cv = None
-        if control_variates:
-            cv = self.cv if self.cv is not None else self.build_control_variates(X, y)
-            self.cv = cv
+        check_generator_device(generator, X.device, "X")
+        cv = self.control_variates_for(X, y) if control_variates else None
         draw = draw_indices(
             X.shape[0], self.m, self.cov.R, self.batch_size, self.feature_batch_size, generator
         )
@@ -282,11 +328,7 @@ class QSGP:
         """The latent ``f(Xs) = φ(Xs)ᵀw`` under ``q``: ``.mean``, ``.var`` (shape ``(t,)``)."""
         if self.features is None or self.cov is None or self.mean_weights is None:
             raise RuntimeError("fit the model (or evaluate its ELBO) before asking for a posterior")
-        Xs = check_tensor(Xs, "Xs")
-        if Xs.ndim != 2 or Xs.shape[1] != self.features.rff.input_dim:
-            raise ValueError(
-                f"Xs must have shape (t, {self.features.rff.input_dim}), got {tuple(Xs.shape)}"
-            )
+        Xs = self._check_inputs(Xs, "Xs")
         means, variances = [], []
         with torch.no_grad():
             for _, Phi in self.features.chunks(Xs, max_entries=chunk_entries):
@@ -297,8 +339,7 @@ class QSGP:
 
         def full_cov() -> torch.Tensor:
             with torch.no_grad():
-                F = features.block(Xs) @ cov.matrix()
-                return F @ F.mT
+                return cov.latent_cov(features.block(Xs))
 
         return GaussianPosterior(mean, var, full_cov)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -10,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..._core.statefile import load_state, save_state
-from ..._core.validation import check_positive_int, require_generator
+from ..._core.statefile import load_state, save_state, tensor_digest
+from ..._core.validation import check_generator_device, check_positive_int, require_generator
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
 from .optim import SparseAdagrad
@@ -19,6 +20,7 @@ from .sampling import Draw, draw_indices
 
 if TYPE_CHECKING:
     from .model import QSGP
+
 
 __all__ = ["fit"]
 
@@ -49,7 +51,9 @@ def fit(
     tightens the bound). ``steps`` counts from the model's first step, so a second call
     with a larger ``steps`` continues; with ``checkpoint``, the state is written every
     ``checkpoint_every`` steps and a later call resumes from the file into the same
-    iterates as an uninterrupted run.
+    iterates as an uninterrupted run. The rates passed are the ones used, also by a
+    resumed or continued fit. The control variates belong to the data they were built
+    on: a fit on other data builds new ones.
 
     Parameters
     ----------
@@ -79,21 +83,29 @@ def fit(
     """
     X, y = q._check_data(X, y)
     generator = require_generator(generator)
+    check_generator_device(generator, X.device, "X")
     steps = check_positive_int(steps, "steps")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    freeze = steps // 10 if freeze_hyperparameters is None else int(freeze_hyperparameters)
+    for name, rate in (("lr", lr), ("hyper_lr", hyper_lr)):
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not (math.isfinite(rate) and rate > 0)
+        ):
+            raise ValueError(f"{name} must be a positive finite number, got {rate!r}")
+    freeze = steps // 10 if freeze_hyperparameters is None else freeze_hyperparameters
+    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
+        raise ValueError(f"freeze_hyperparameters must be an int ≥ 0, got {freeze!r}")
     q._ensure(X)
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None
-    if q.cv is None:
-        q.cv = q.build_control_variates(X, y)
     hyper: list[torch.Tensor] = list(q.kernel.parameters())
     if isinstance(q.likelihood, Gaussian):
         hyper.append(q.log_noise)
+    flags = [p.requires_grad for p in hyper]
     for p in hyper:
         p.requires_grad_(learn_hyperparameters)
     adagrad = q._adagrad or SparseAdagrad(lr)
-    adagrad.lr = float(lr)
     adam = torch.optim.Adam(hyper, lr=hyper_lr)
     if q._adam_state is not None:
         adam.load_state_dict(q._adam_state)
@@ -101,6 +113,12 @@ def fit(
     tag = _fingerprint(q, X, y)
     if path is not None and path.exists():
         _load(q, path, tag, adagrad, adam, generator)
+        q.cv_data = tensor_digest(X, y)  # the tag covers the data: the saved state is for it
+    q.control_variates_for(X, y)
+    # the rates passed now are the ones used (also on resume and in a continued fit)
+    adagrad.lr = float(lr)
+    for group in adam.param_groups:
+        group["lr"] = float(hyper_lr)
     quadrature = q._quadrature(X)
     bar = None
     if progress:
@@ -134,8 +152,8 @@ def fit(
     finally:
         if bar is not None:
             bar.close()
-        for p in hyper:
-            p.requires_grad_(False)
+        for p, flag in zip(hyper, flags, strict=True):
+            p.requires_grad_(flag)
             p.grad = None
     q._adagrad = adagrad
     q._adam_state = adam.state_dict()
@@ -174,8 +192,7 @@ def _update_variational(q: QSGP, draw: Draw, est, adagrad: SparseAdagrad) -> Non
 
 def _fingerprint(q: QSGP, X: torch.Tensor, y: torch.Tensor) -> str:
     h = hashlib.sha256()
-    for t in (X, y):
-        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    h.update(tensor_digest(X, y).encode())
     h.update(repr(q).encode())
     h.update(repr((q.rank, q.control_variate_rank, q.linear_control_variate)).encode())
     return h.hexdigest()[:16]

@@ -80,16 +80,6 @@ class TrainingCheckpoint:
 _KEYS = tuple(f.name for f in fields(TrainingCheckpoint))
 
 
-def _tensor_digest(*tensors: torch.Tensor) -> str:
-    """SHA-256 over dtypes, shapes and raw bytes of ``tensors`` (any device)."""
-    h = hashlib.sha256()
-    for t in tensors:
-        t = t.detach().cpu().contiguous()
-        h.update(f"{t.dtype}{tuple(t.shape)};".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
 def save_checkpoint(path: str | os.PathLike, state: TrainingCheckpoint | Mapping[str, Any]) -> None:
     """Write ``state`` with a checksum, atomically (a temporary file renamed over ``path``).
 

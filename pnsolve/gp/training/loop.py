@@ -9,11 +9,11 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from ..._core.statefile import tensor_digest
 from .._checks import check_inputs, check_targets
 from .checkpoint import (
     TrainingCheckpoint,
     _identity_mismatch,
-    _tensor_digest,
     load_checkpoint,
     save_checkpoint,
 )
@@ -33,8 +33,8 @@ def _identity(
 ) -> dict[str, object]:
     """Everything that determines a trajectory: a resumed run must match it exactly."""
     identity: dict[str, object] = dict(config.as_dict())
-    identity["data"] = _tensor_digest(X, y)
-    identity["generator"] = _tensor_digest(generator.get_state())
+    identity["data"] = tensor_digest(X, y)
+    identity["generator"] = tensor_digest(generator.get_state())
     for key, value in (run_info or {}).items():
         if not isinstance(key, str) or key in identity:
             raise ValueError(f"run_info key {key!r} must be a new string key")

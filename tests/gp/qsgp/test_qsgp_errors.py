@@ -65,3 +65,35 @@ def test_bad_data_is_refused():
         _make().predict_proba(X)
     with pytest.raises(AttributeError, match="Gaussian"):
         _ = q.noise
+
+
+def test_more_bad_input_is_refused_by_name():
+    g = torch.Generator().manual_seed(2)
+    X = torch.randn(20, 2, generator=g, dtype=F64)
+    y = torch.randn(20, generator=g, dtype=F64)
+    with pytest.raises(ValueError, match="y"):  # negative counts
+        _make(likelihood=pn.likelihoods.Poisson()).fit(X, -torch.ones(20, dtype=F64), steps=2,
+                                                       generator=g)  # fmt: skip
+    bad_y = y.clone()
+    bad_y[3] = float("nan")
+    with pytest.raises(ValueError, match="y"):
+        _make().fit(X, bad_y, steps=2, generator=g)
+    with pytest.raises(TypeError, match="X"):
+        _make().fit(X.half(), y.half(), steps=2, generator=g)
+    with pytest.raises(TypeError, match="generator"):
+        _make().elbo_estimate(X, y, generator=None)
+    for kwargs, name in (({"lr": -0.1}, "lr"), ({"hyper_lr": 0.0}, "hyper_lr"),
+                         ({"freeze_hyperparameters": -1}, "freeze_hyperparameters"),
+                         ({"freeze_hyperparameters": 2.5}, "freeze_hyperparameters")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            _make().fit(X, y, steps=2, generator=g, **kwargs)
+    q = _make()
+    q.fit(X, y, steps=2, generator=g)
+    bad = X[:4].clone()
+    bad[1, 1] = float("inf")
+    with pytest.raises(ValueError, match="Xs"):
+        q.posterior(bad)
+    with pytest.raises(TypeError, match="Xs"):
+        q.posterior(X[:4].float())
+    with pytest.raises(ValueError, match="lr"):  # a continued fit checks its rate too
+        q.fit(X, y, steps=4, lr=float("nan"), generator=g)

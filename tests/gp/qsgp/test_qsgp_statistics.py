@@ -75,11 +75,15 @@ def test_control_variates_keep_the_mean_and_cut_the_variance(problem, model):
 def test_theorem_3_bounds_the_elbo_from_below(likelihood, problem, model):
     """E[bound] ≤ ELBO (one-sided z-test), with a gap that closes as m̃ grows."""
     X, y = problem(likelihood)
-    gaps = []
+    means, ses = [], []
     for mt in (5, 15):
         q = model(likelihood, covariance="chevron", X=X, batch_size=30, feature_batch_size=mt)
         exact = q.elbo(X, y)
         draws = _draws(q, X, y)
         assert _z(draws, exact) <= Z  # not significantly above the ELBO
-        gaps.append(exact - float(draws.mean()))
-    assert gaps[0] > gaps[1] > 0
+        means.append(float(draws.mean()))
+        ses.append(float(draws.std()) / math.sqrt(DRAWS))
+    # the gap closes: the m̃ = 15 bound is significantly higher (one-sided two-sample z)
+    assert (means[1] - means[0]) / math.hypot(*ses) >= Z
+    # and is still a strict bound (one-sided z below the ELBO)
+    assert (exact - means[1]) / ses[1] >= Z

@@ -71,6 +71,22 @@ def test_empirical_bayes_learns_the_noise(problem, model):
     assert q.elbo(X, y) > before
 
 
+def test_fit_leaves_the_kernels_gradient_flags_as_it_found_them(problem):
+    """The kernel may be shared with another model: fit turns its parameters' gradients
+    on for empirical Bayes and restores each flag afterwards."""
+    X, y = problem("gaussian", n=40)
+    k = pn.kernels.RBF(lengthscale=1.0)
+    flags = {name: p.requires_grad for name, p in k.named_parameters()}
+    q = pn.gp.QSGP(k, pn.likelihoods.Gaussian(0.1), 10, covariance="diagonal",
+                   generator=torch.Generator().manual_seed(0))  # fmt: skip
+    q.fit(X, y, steps=3, generator=torch.Generator().manual_seed(1), freeze_hyperparameters=0)
+    assert {name: p.requires_grad for name, p in k.named_parameters()} == flags
+    next(iter(k.parameters())).requires_grad_(not next(iter(flags.values())))
+    flags = {name: p.requires_grad for name, p in k.named_parameters()}
+    q.fit(X, y, steps=6, generator=torch.Generator().manual_seed(1), freeze_hyperparameters=0)
+    assert {name: p.requires_grad for name, p in k.named_parameters()} == flags
+
+
 def test_a_checkpointed_fit_resumes_into_the_same_iterates(tmp_path, problem, model):
     X, y = problem("gaussian", n=80)
 
