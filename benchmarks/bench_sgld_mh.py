@@ -15,7 +15,7 @@ SGLD chains at several iteration counts, ESS and seconds per effective sample of
 posterior predictive and type-II ML.
 
 Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 2000] [--chains 10]
-[--q 0.03] [--beta 0.3] [--freeze 0.02] [--step-start 0.03] [--step-end 1e-3]
+[--q 0.03] [--beta 0.3] [--probes 4] [--freeze 0.02] [--step-start 0.03] [--step-end 1e-3]
 [--mh-draws FILE.pt] [--sgld-draws FILE.pt] [--only mh|sgld] [--checkpoint PREFIX]
 [--until N] [--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as
 separate processes at the same time (``--only``) and a last call reports on both;
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=10, help="SGLD chains")
     parser.add_argument("--q", type=float, default=0.03, help="early threshold α = q √n")
     parser.add_argument("--beta", type=float, default=0.3, help="roulette rate β")
+    parser.add_argument("--probes", type=int, default=4, help="Rademacher probes Nr (seed: 4)")
     parser.add_argument("--freeze", type=float, default=0.02, help="eq. 7 freeze threshold")
     parser.add_argument("--step-start", type=float, default=3e-2)
     parser.add_argument("--step-end", type=float, default=1e-3)
@@ -121,7 +122,7 @@ def main() -> None:
         return
     cfg = ChainConfig(
         iterations=args.sgld, alpha=args.q * n**0.5, beta=args.beta, step_start=args.step_start,
-        step_end=args.step_end, freeze_threshold=args.freeze,
+        step_end=args.step_end, freeze_threshold=args.freeze, num_probes=args.probes,
     )  # fmt: skip
     sgld = _draws(args.sgld_draws, lambda: sample_hyperparameters(
         X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(1),
@@ -155,8 +156,9 @@ def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:
     print_table(
         f"concrete: MH {mh['all'].shape[1]} its (burn-in {mh['start']}, acceptance "
         f"{mh['acceptance'][0]:.2f}) vs SGLD-ULISSE {sgld['all'].shape[0]} × {T} its "
-        f"(q = {args.q}, β = {args.beta}, freeze {args.freeze}, ε {args.step_start:g} → "
-        f"{args.step_end:g}; kept from {sgld['start']}, frozen: {sgld['frozen']})",
+        f"(q = {args.q}, β = {args.beta}, Nr = {args.probes}, freeze {args.freeze}, "
+        f"ε {args.step_start:g} → {args.step_end:g}; kept from {sgld['start']}, "
+        f"frozen: {sgld['frozen']})",
         ["param", "MH mean", "SGLD mean", "MH sd", "SGLD sd", "Δmean/MH sd", "sd ratio",
          "ESS MH", "ESS SGLD"],
         rows,
