@@ -151,3 +151,19 @@ def test_the_file_format_is_unchanged(tmp_path: Path):
         "identity", "model", "optimizer", "estimator", "generator", "log", "solutions", "format"
     ]  # fmt: skip
     assert payload["format"] == 2 and isinstance(payload["log"][0], dict)
+
+
+def test_digest_cache_sees_other_data_and_in_place_changes():
+    """``DigestCache``: the cached digest only for the same unmodified tensors."""
+    from pnsolve._core.statefile import DigestCache, tensor_digest
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(30, 2, generator=g), torch.randn(30, generator=g)
+    cache = DigestCache()
+    first = cache(X, y)
+    assert first == tensor_digest(X, y) == cache(X, y)
+    assert cache(X.clone(), y.clone()) == first  # equal content, other objects
+    assert cache(X, y.flip(0)) != first  # the order of rows matters
+    assert cache(X, y) == first  # cached again for these very tensors
+    y.add_(1.0)  # an in-place change of the tensors just cached
+    assert cache(X, y) == tensor_digest(X, y) != first

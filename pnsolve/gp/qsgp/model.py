@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from ..._core.statefile import tensor_digest
+from ..._core.statefile import DigestCache
 from ..._core.validation import (
     check_finite,
     check_generator_device,
@@ -141,6 +141,8 @@ class QSGP:
         self.log_noise: torch.Tensor | None = None
         self.cv: ControlVariates | None = None
         self.cv_data: str | None = None  # digest of the (X, y) the control variates index
+        # digest of (X, y), O(1) when a loop passes the same unmodified tensors again
+        self.data_digest = DigestCache()
         self.history: list[dict[str, float]] = []
         self.steps_done = 0
         self._rule: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -219,7 +221,7 @@ class QSGP:
         products (and F.2's ``Φᵀy``) belong to it, so other data (or the same rows in
         another order) gets a new set; reusing them would bias the estimate.
         """
-        digest = tensor_digest(X, y)
+        digest = self.data_digest(X, y)
         if self.cv is None or self.cv_data != digest:
             self.cv, self.cv_data = self.build_control_variates(X, y), digest
         return self.cv

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..._core.statefile import load_state, save_state, tensor_digest
+from ..._core.statefile import load_state, save_state
 from ..._core.validation import check_generator_device, check_positive_int, require_generator
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
@@ -113,7 +113,7 @@ def fit(
     tag = _fingerprint(q, X, y)
     if path is not None and path.exists():
         _load(q, path, tag, adagrad, adam, generator)
-        q.cv_data = tensor_digest(X, y)  # the tag covers the data: the saved state is for it
+        q.cv_data = q.data_digest(X, y)  # the tag covers the data: the saved state is for it
     q.control_variates_for(X, y)
     # the rates passed now are the ones used (also on resume and in a continued fit)
     adagrad.lr = float(lr)
@@ -192,7 +192,7 @@ def _update_variational(q: QSGP, draw: Draw, est, adagrad: SparseAdagrad) -> Non
 
 def _fingerprint(q: QSGP, X: torch.Tensor, y: torch.Tensor) -> str:
     h = hashlib.sha256()
-    h.update(tensor_digest(X, y).encode())
+    h.update(q.data_digest(X, y).encode())
     h.update(repr(q).encode())
     h.update(repr((q.rank, q.control_variate_rank, q.linear_control_variate)).encode())
     return h.hexdigest()[:16]
