@@ -14,8 +14,16 @@ import torch
 
 from .._core.validation import check_finite, check_real_dtype
 from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 
-__all__ = ["as_tensor", "check_inputs", "check_model_kernel", "check_noise", "check_targets"]
+__all__ = [
+    "as_tensor",
+    "check_inputs",
+    "check_model_kernel",
+    "check_noise",
+    "check_stationary_kernel",
+    "check_targets",
+]
 
 
 def _dtype_name(dtype: object) -> str:
@@ -109,10 +117,25 @@ def check_targets(y: object, X: torch.Tensor, name: str = "y") -> torch.Tensor:
     return check_finite(y, name)
 
 
-def check_model_kernel(kernel: object) -> StationaryKernel:
-    """Require a :class:`~pnsolve.kernels.StationaryKernel` (the GP models' prior)."""
-    if not isinstance(kernel, StationaryKernel):
+def check_model_kernel(kernel: object) -> Kernel:
+    """Require a :class:`~pnsolve.kernels.Kernel` (the GP models' prior)."""
+    if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def check_stationary_kernel(kernel: object, user: str) -> StationaryKernel:
+    """Require a :class:`~pnsolve.kernels.StationaryKernel` for ``user`` (a model's name).
+
+    For the models built on stationary kernels only (random features, explicit kernel
+    formulas); SKI kernels are refused with a pointer to the models that take them.
+    """
+    if not isinstance(kernel, StationaryKernel):
+        raise TypeError(
+            f"{user} needs a stationary kernel (pn.kernels.RBF or Matern), got "
+            f"{type(kernel).__name__}; SKI kernels (GridInterpolation) work with ExactGP "
+            "and IterGP"
+        )
     return kernel
 
 

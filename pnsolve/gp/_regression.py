@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ._checks import check_inputs
 from .love import LoveCache, check_rank
@@ -31,7 +31,7 @@ class RegressionGP:
     :meth:`_love_posterior` and :meth:`_build_love_cache`.
     """
 
-    kernel: StationaryKernel
+    kernel: Kernel
     mean: float
     X: torch.Tensor | None
     y: torch.Tensor
@@ -39,6 +39,10 @@ class RegressionGP:
 
     def _backend(self) -> str:
         return "auto"
+
+    def _weights(self) -> torch.Tensor:
+        """The fitted representer weights ``(n,)`` (the mean of LOVE posteriors)."""
+        raise NotImplementedError
 
     def _require_fit(self) -> torch.Tensor:
         """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
@@ -117,6 +121,7 @@ class RegressionGP:
             Xs=Xs,
             backend=self._backend(),
             residual=self.y - self.mean,
+            weights=self._weights(),
             cache=cache,
             calibrated=calibrated,
         )

@@ -10,7 +10,7 @@ from ..iterative.affine import AffineMethod, AffineSolveInfo, affine_solve
 from ..iterative.system import KernelSystem
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel_matrix import KernelMatrix
-from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
+from ._checks import check_inputs, check_noise, check_stationary_kernel, check_targets
 from .belief_posterior import exact_variance
 from .posterior import GaussianPosterior
 
@@ -128,7 +128,7 @@ class AffineGP:
                 f"method must be a pnsolve.iterative.AffineMethod (GaussSeidel, Jacobi, "
                 f"Richardson, Chebyshev, CyclicProjections), got {type(method).__name__}"
             )
-        self.kernel = check_model_kernel(kernel)
+        self.kernel = check_stationary_kernel(kernel, "AffineGP")
         self.noise = check_noise(noise)
         self.method = method
         self.mean = float(mean)

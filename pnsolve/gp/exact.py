@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ..kernels.base import StationaryKernel
+from ..kernels.grid_interpolation import GridInterpolation
+from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
@@ -14,7 +15,11 @@ from ._regression import RegressionGP
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
-__all__ = ["ExactGP"]
+__all__ = ["SKI_DENSE_LIMIT", "ExactGP"]
+
+#: Most training points for which :class:`ExactGP` forms a SKI kernel densely: its point
+#: is to avoid the ``n × n`` matrix, so larger SKI models are fitted with ``IterGP``.
+SKI_DENSE_LIMIT = 5000
 
 
 class ExactGP(RegressionGP):
@@ -23,7 +28,9 @@ class ExactGP(RegressionGP):
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel` (e.g. ``pn.kernels.RBF(...)``).
+        A :class:`~pnsolve.kernels.Kernel`: a stationary kernel (e.g.
+        ``pn.kernels.RBF(...)``) or a SKI kernel (:class:`~pnsolve.kernels.GridInterpolation`,
+        formed densely as the exact-SKI reference, for ``n ≤`` :data:`SKI_DENSE_LIMIT`).
     noise
         Observation-noise variance ``σ² > 0``.
     mean
@@ -33,7 +40,10 @@ class ExactGP(RegressionGP):
     -----
     Costs ``O(n³)`` time and ``O(n²)`` memory: the reference for moderate ``n``. Fitting
     runs without autograd; for hyperparameter gradients use
-    :meth:`log_marginal_likelihood` with ``X, y`` under autograd.
+    :meth:`log_marginal_likelihood` with ``X, y`` under autograd. ``fit`` binds
+    data-derived kernel settings to the training inputs (:meth:`Kernel.bind
+    <pnsolve.kernels.Kernel.bind>`: a SKI grid without ``grid_bounds`` is fixed to cover
+    ``X``), so ``self.kernel`` is then that bound kernel (sharing the parameters).
 
     Examples
     --------
@@ -46,8 +56,8 @@ class ExactGP(RegressionGP):
     (torch.Size([3]), torch.Size([3]))
     """
 
-    def __init__(self, kernel: StationaryKernel, noise: float, mean: float = 0.0) -> None:
-        self.kernel = check_model_kernel(kernel)
+    def __init__(self, kernel: Kernel, noise: float, mean: float = 0.0) -> None:
+        self.kernel = self._given_kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.mean = float(mean)
         self.X = None
@@ -69,6 +79,8 @@ class ExactGP(RegressionGP):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        _check_dense_size(self._given_kernel, X.shape[0])
+        self.kernel = self._given_kernel.bind(X)
         with torch.no_grad():
             K = self.kernel(X)
             K.diagonal().add_(self.noise)
@@ -172,6 +184,9 @@ class ExactGP(RegressionGP):
         """
         return self._build_love_cache(rank, probe, Xs, calibrated)
 
+    def _weights(self) -> torch.Tensor:
+        return self.weights
+
     def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by a triangular solve, shape ``(t,)``."""
         with torch.no_grad():
@@ -204,6 +219,7 @@ class ExactGP(RegressionGP):
         y = check_targets(y, X)
         noise = self.noise if noise is None else check_noise(noise)
         n = X.shape[0]
+        _check_dense_size(self.kernel, n)
         L = _cholesky(self.kernel(X) + noise * torch.eye(n, dtype=X.dtype, device=X.device))
         r = (y - self.mean).unsqueeze(-1)
         alpha = torch.cholesky_solve(r, L)
@@ -211,6 +227,17 @@ class ExactGP(RegressionGP):
             -0.5 * (r * alpha).sum()
             - torch.log(torch.diagonal(L)).sum()
             - 0.5 * n * math.log(2 * math.pi)
+        )
+
+
+def _check_dense_size(kernel: Kernel, n: int) -> None:
+    """Refuse the dense ``n × n`` SKI kernel above :data:`SKI_DENSE_LIMIT` points."""
+    if isinstance(kernel, GridInterpolation) and n > SKI_DENSE_LIMIT:
+        raise ValueError(
+            f"ExactGP would form the dense {n} × {n} SKI kernel and factor it (limit "
+            f"{SKI_DENSE_LIMIT} points): fit SKI models with pn.gp.IterGP, which solves "
+            "W K_UU Wᵀ + σ²I by CG with FFT products, and use method='love' for "
+            "constant-time predictive variances"
         )
 
 

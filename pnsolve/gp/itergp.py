@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
-from ..kernels.base import StationaryKernel
-from ..kernels.kernel_matrix import KernelMatrix
+from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
 from ..policies.base import Policy
@@ -62,7 +61,11 @@ class IterGP(RegressionGP):
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel`.
+        A :class:`~pnsolve.kernels.Kernel`: stationary (matrix-free products through
+        ``backend``) or SKI (:class:`~pnsolve.kernels.GridInterpolation`: products
+        ``W K_UU Wᵀ`` through sparse interpolation and FFTs; ``fit`` fixes a grid without
+        ``grid_bounds`` to cover ``X``, see :meth:`Kernel.bind
+        <pnsolve.kernels.Kernel.bind>`).
     noise
         Observation-noise variance ``σ² > 0``.
     policy
@@ -78,7 +81,7 @@ class IterGP(RegressionGP):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         noise: float,
         policy: Policy,
         stopping: StoppingCriterion,
@@ -86,7 +89,7 @@ class IterGP(RegressionGP):
         *,
         backend: str = "auto",
     ) -> None:
-        self.kernel = check_model_kernel(kernel)
+        self.kernel = self._given_kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
@@ -96,7 +99,7 @@ class IterGP(RegressionGP):
     # ------------------------------------------------------------------ fitting
     def system(self, X: torch.Tensor) -> LinearOperator:
         """``K̂ = K(X, X) + σ² I`` as a (matrix-free unless ``backend="dense"``) operator."""
-        K = KernelMatrix(self.kernel, X, backend=self.backend)
+        K = self.kernel.linop(X, backend=self.backend)
         return K + ScaledIdentity(X.shape[0], self.noise, dtype=X.dtype, device=X.device)
 
     def fit(
@@ -120,6 +123,7 @@ class IterGP(RegressionGP):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        self.kernel = self._given_kernel.bind(X)
         A = self.system(X)
         with torch.no_grad():
             self.belief, self.info = self.solver.solve(A, y - self.mean, generator=generator)
@@ -142,6 +146,7 @@ class IterGP(RegressionGP):
         X = check_inputs(X, "X")
         y = check_targets(y, X)
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+        self.kernel = self._given_kernel.bind(X)
         A = self.system(X)
         self.X, self.y, self.A = X, y, A
         norms: list[torch.Tensor] = []
@@ -272,11 +277,14 @@ class IterGP(RegressionGP):
     def _backend(self) -> str:
         return self.backend
 
+    def _weights(self) -> torch.Tensor:
+        return self.belief.mean
+
     def _posterior(
         self, Xs: torch.Tensor, belief: GaussianSolutionBelief, scale: float = 1.0
     ) -> GaussianPosterior:
         return belief_posterior(
-            cross=KernelMatrix(self.kernel, Xs, self.X, backend=self.backend),
+            cross=self.kernel.linop(Xs, self.X, backend=self.backend),
             prior_var=self.kernel.diag(Xs),
             prior_cov=lambda: self.kernel(Xs),
             weights=belief.mean,

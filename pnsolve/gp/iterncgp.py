@@ -24,7 +24,7 @@ from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs, check_model_kernel
+from ._checks import check_inputs, check_stationary_kernel
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
 from .laplace.prediction import latent_posterior, predict_from_posterior
@@ -132,7 +132,7 @@ class IterNCGP:
         *,
         backend: str = "auto",
     ) -> None:
-        self.kernel = check_model_kernel(kernel)
+        self.kernel = check_stationary_kernel(kernel, "IterNCGP")
         if not isinstance(likelihood, Likelihood):
             raise TypeError(
                 f"likelihood must be a pnsolve.likelihoods.Likelihood, got "

@@ -14,18 +14,21 @@ the exact GP's: the difference is LOVE's computational uncertainty (DESIGN §5).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import InversePrior
-from ..kernels.base import StationaryKernel
-from ..kernels.kernel_matrix import KernelMatrix
+from ..kernels.kernel import Kernel
 from ..krylov.buffer import KrylovBuffer
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.checks import as_operand, as_square_operator
 from ..linops.low_rank import LowRank
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .love_grid import GridLove
 
 __all__ = ["LoveCache"]
 
@@ -73,6 +76,11 @@ class LoveCache:
         and the posteriors built from the cache are marked ``calibrated``. The GP
         models' default probe ``k(X, Xs) 1 / t`` is; the centred targets are not; a
         user's probe is not unless declared (``build(..., calibrated=True)``).
+    grid
+        For a SKI model (:class:`~pnsolve.kernels.GridInterpolation`), the cache
+        projected onto the grid (:class:`~pnsolve.gp.love_grid.GridLove`): ``K_UU W_Xᵀ
+        R`` ``(m, k)`` and the mean vector, which make a test point cost ``O(4ᵈ k)``,
+        independent of ``n``. ``None`` otherwise (the models attach it).
     """
 
     A: LinearOperator
@@ -85,6 +93,7 @@ class LoveCache:
     q_next: torch.Tensor
     breakdown: bool
     calibrated: bool = False
+    grid: GridLove | None = None
 
     @classmethod
     def build(cls, A: object, probe: object, rank: int, *, calibrated: bool = False) -> LoveCache:
@@ -300,10 +309,10 @@ class LoveCache:
         )
 
 
-def default_probe(kernel: StationaryKernel, X: torch.Tensor, Xs: torch.Tensor, backend: str):
+def default_probe(kernel: Kernel, X: torch.Tensor, Xs: torch.Tensor, backend: str):
     """The paper's probe: ``k(X, Xs)`` averaged over the test points, shape ``(n,)``.
 
     One matrix-free product ``k(X, Xs) 1 / t`` (no ``(n, t)`` block is formed).
     """
     ones = torch.full((Xs.shape[0], 1), 1.0 / Xs.shape[0], dtype=Xs.dtype, device=Xs.device)
-    return (KernelMatrix(kernel, X, Xs, backend=backend) @ ones).squeeze(-1)
+    return (kernel.linop(X, Xs, backend=backend) @ ones).squeeze(-1)

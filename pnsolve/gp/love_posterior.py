@@ -8,20 +8,24 @@ A :class:`~pnsolve.gp.LoveCache` of ``K̂`` is the CG belief after ``k`` Lanczos
 :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP` answer
 ``posterior(Xs, method="love", ...)`` and ``build_love_cache(...)`` through the two
 functions here. Both are pure queries: a cache built for one call is handed back on the
-posterior (``post.love_cache``), never stored on the model.
+posterior (``post.love_cache``), never stored on the model. For a SKI kernel
+(:class:`~pnsolve.kernels.GridInterpolation`) the cache also holds its projection onto
+the grid (:mod:`pnsolve.gp.love_grid`) and a test point costs ``O(4ᵈ k)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import torch
 
-from ..kernels.base import StationaryKernel
-from ..kernels.kernel_matrix import KernelMatrix
+from ..kernels.grid_interpolation import GridInterpolation
+from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from .belief_posterior import belief_posterior
 from .love import LoveCache, default_probe
+from .love_grid import GridLove, grid_love_posterior
 from .posterior import GaussianPosterior
 
 __all__ = ["love_posterior", "resolve_love_cache"]
@@ -29,7 +33,7 @@ __all__ = ["love_posterior", "resolve_love_cache"]
 
 def resolve_love_cache(
     A: LinearOperator,
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X: torch.Tensor,
     *,
     rank: int,
@@ -37,6 +41,7 @@ def resolve_love_cache(
     Xs: torch.Tensor | None,
     backend: str,
     residual: torch.Tensor,
+    weights: torch.Tensor,
     cache: LoveCache | None = None,
     calibrated: bool = False,
 ) -> LoveCache:
@@ -52,8 +57,9 @@ def resolve_love_cache(
         Lanczos steps of a new cache (already checked by the caller).
     probe
         Starting vector of a new cache, shape ``(n,)``. Default: ``k(X, Xs)`` averaged
-        over the test points (the paper's choice) when ``Xs`` is given, else
-        ``residual``.
+        over the test points (the paper's choice) when ``Xs`` is given; else, for a SKI
+        kernel, the paper's average column ``W_X K_UU 1 / m`` of ``K_XU``, and for other
+        kernels ``residual``.
     Xs
         Test inputs ``(t, d)`` or ``None``.
     backend
@@ -61,6 +67,9 @@ def resolve_love_cache(
     residual
         The centred targets ``y − μ``, shape ``(n,)``: the probe without ``Xs`` (the
         Krylov space of CG on the training system).
+    weights
+        The model's representer weights ``(n,)``: with a SKI kernel a new cache is
+        projected onto the grid together with them (:class:`~pnsolve.gp.love_grid.GridLove`).
     cache
         A cache to reuse; then nothing is built.
     calibrated
@@ -72,7 +81,8 @@ def resolve_love_cache(
     Returns
     -------
     LoveCache
-        ``cache``, or a new one (``rank + 1`` products with ``A``).
+        ``cache``, or a new one (``rank + 1`` products with ``A``; for a SKI kernel with
+        its ``grid`` part, ``k + 1`` more interpolation and FFT products).
 
     Raises
     ------
@@ -92,15 +102,26 @@ def resolve_love_cache(
         return cache
     with torch.no_grad():
         if probe is None:
-            calibrated = Xs is not None
-            probe = default_probe(kernel, X, Xs, backend) if Xs is not None else residual
-        return LoveCache.build(A, probe, rank, calibrated=calibrated)
+            calibrated = Xs is not None or isinstance(kernel, GridInterpolation)
+            if Xs is not None:
+                probe = default_probe(kernel, X, Xs, backend)
+            elif isinstance(kernel, GridInterpolation):
+                # the paper's b = W_X K_UU 1 / m: depends on neither test points nor targets
+                K = kernel.linop(X)
+                ones = torch.full((K.grid.size, 1), 1.0 / K.grid.size, dtype=X.dtype)
+                probe = (K.left @ (K.grid_matrix @ ones.to(X.device))).squeeze(-1)
+            else:
+                probe = residual
+        built = LoveCache.build(A, probe, rank, calibrated=calibrated)
+    if isinstance(kernel, GridInterpolation):
+        return dataclasses.replace(built, grid=GridLove.build(built, kernel, X, weights))
+    return built
 
 
 def love_posterior(
     *,
     cache: LoveCache,
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X: torch.Tensor,
     Xs: torch.Tensor,
     weights: torch.Tensor,
@@ -140,10 +161,22 @@ def love_posterior(
         ``mean`` and ``var`` ``(t,)`` (``var ≥`` exact, a negative one raises
         ``ValueError``), ``comp_var = var − math_var``, ``cov()``, ``sample(s,
         generator)`` through a second Lanczos of rank ``cache.rank`` on the test
-        covariance, and ``love_cache = cache``.
+        covariance, and ``love_cache = cache``. With a grid part (SKI) the posterior
+        comes from :func:`~pnsolve.gp.love_grid.grid_love_posterior` (the mean from the
+        grid vector the cache was built with, ``O(4ᵈ k)`` per point).
     """
+    if cache.grid is not None:
+        return grid_love_posterior(
+            cache=cache,
+            grid=cache.grid,
+            Xs=Xs,
+            X=X,
+            offset=offset,
+            math_var=math_var,
+            calibrated=cache.calibrated if calibrated is None else calibrated,
+        )
     return belief_posterior(
-        cross=KernelMatrix(kernel, Xs, X, backend=backend),  # (t, n), never formed
+        cross=kernel.linop(Xs, X, backend=backend),  # (t, n), never formed
         prior_var=kernel.diag(Xs),
         prior_cov=lambda: kernel(Xs),
         weights=weights,
@@ -151,6 +184,6 @@ def love_posterior(
         A=cache.A,
         math_var=math_var,
         cache=cache,
-        prior_operator=lambda: KernelMatrix(kernel, Xs, backend=backend),
+        prior_operator=lambda: kernel.linop(Xs, backend=backend),
         calibrated=cache.calibrated if calibrated is None else calibrated,
     )

@@ -27,6 +27,7 @@ import torch
 from .._core.precision import attainable_rtol
 from .._core.validation import check_finite, check_generator_device, check_tensor
 from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 from ..kernels.random_features import RandomFourierFeatures
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
@@ -138,7 +139,7 @@ class PathwiseDraws:
 
 
 def pathwise_update(
-    kernel: StationaryKernel, Xs: torch.Tensor, X: torch.Tensor, weights: torch.Tensor
+    kernel: Kernel, Xs: torch.Tensor, X: torch.Tensor, weights: torch.Tensor
 ) -> torch.Tensor:
     """The data correction ``k(Xs, X) V`` of pathwise samples, shape ``(t, s)``.
 
@@ -148,7 +149,7 @@ def pathwise_update(
     Parameters
     ----------
     kernel
-        The stationary kernel.
+        The kernel (stationary or SKI).
     Xs, X
         Test inputs ``(t, d)`` and training inputs ``(n, d)``.
     weights

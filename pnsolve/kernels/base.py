@@ -16,6 +16,7 @@ from .._core.validation import (
     check_tensor,
 )
 from ._distance import scaled_sqdist
+from .kernel import Kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel_matrix import KernelMatrix
@@ -37,7 +38,7 @@ def inv_softplus(y: torch.Tensor) -> torch.Tensor:
     return y + torch.log(-torch.expm1(-y))
 
 
-class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
+class StationaryKernel(Kernel):
     """Base class of stationary kernels with softplus-positive hyperparameters.
 
     ``k(x, x') = outputscale · κ(r²)`` with ``r² = Σ_j (x_j − x'_j)² / ℓ_j²``. Subclasses
@@ -75,6 +76,9 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
     tile_factor: float = 1.0
     #: Whether :meth:`profile_` needs a scratch buffer of the tile's shape.
     tile_needs_work: bool = False
+    #: Whether ``κ(Σ_j r_j²) = Π_j κ(r_j²)`` (a product over dimensions, e.g. the RBF):
+    #: then kernel matrices on regular grids are Kronecker products.
+    separable: bool = False
 
     def __init__(
         self,
@@ -271,6 +275,35 @@ class StationaryKernel(nn.Module, metaclass=abc.ABCMeta):
         from .kernel_matrix import KernelMatrix
 
         return KernelMatrix(self, X1, X2, backend=backend, **opts)
+
+    def bilinear_backward(
+        self, X: torch.Tensor, U: torch.Tensor, W: torch.Tensor, *, rows: int
+    ) -> None:
+        """Add ``∇ Σ_c U[:, c]ᵀ k(X, X) W[:, c]`` to the ``.grad`` of the leaves.
+
+        One differentiable row block ``k(X_R, X)`` at a time (built with autograd,
+        contracted with ``W``, back-propagated and freed): memory ``O(rows · n)``, never
+        an ``n × n`` graph. ``X`` receives a gradient too if it requires one.
+
+        Parameters
+        ----------
+        X
+            Inputs, shape ``(n, d)``.
+        U, W
+            Detached blocks of shape ``(n, k)``.
+        rows
+            Rows per differentiable block (≥ 1).
+        """
+        n = X.shape[0]
+        U, W = U.detach(), W.detach()
+        with torch.enable_grad():
+            for r0 in range(0, n, rows):
+                r1 = min(n, r0 + rows)
+                # self_index marks the diagonal entries as exact zero distances (their
+                # gradient is then exactly zero, as in the dense kernel matrix)
+                index = torch.arange(r0, r1, device=X.device)
+                K_block = self._dense(X[r0:r1], X, self_index=index)
+                (torch.mm(K_block, W) * U[r0:r1]).sum().backward()
 
     def extra_repr(self) -> str:
         """Hyperparameter values for the module's repr."""

@@ -34,6 +34,7 @@ class RBF(StationaryKernel):
 
     spectral_family = "gaussian"
     tile_factor = -0.5
+    separable = True
 
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
         """Differentiable RBF profile ``exp(−r²/2)`` (see :meth:`StationaryKernel.profile`)."""

@@ -10,7 +10,7 @@ import torch
 
 from ...kernels.base import StationaryKernel, inv_softplus
 from ...kernels.rbf import RBF
-from .._checks import check_model_kernel, check_noise
+from .._checks import check_noise, check_stationary_kernel
 from .priors import GammaPrior, LogPrior
 
 __all__ = ["PARAMETRIZATIONS", "LogHyperparameters"]
@@ -59,7 +59,7 @@ class LogHyperparameters:
         parametrization: str = "log",
         priors: LogPrior | Sequence[LogPrior] | None = None,
     ) -> None:
-        kernel = check_model_kernel(kernel)
+        kernel = check_stationary_kernel(kernel, "LogHyperparameters")
         self.noise0 = check_noise(noise)
         if parametrization not in PARAMETRIZATIONS:
             raise ValueError(

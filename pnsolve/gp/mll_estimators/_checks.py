@@ -8,6 +8,7 @@ from typing import NamedTuple
 import torch
 
 from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from .._checks import check_inputs, check_targets
 
 __all__ = [
@@ -18,15 +19,24 @@ __all__ = [
     "check_positive_int",
     "check_problem",
     "check_solutions",
+    "check_stationary",
     "noise_value",
 ]
 
 
-def check_kernel(kernel: object) -> StationaryKernel:
-    """Require a :class:`~pnsolve.kernels.StationaryKernel`."""
+def check_kernel(kernel: object) -> Kernel:
+    """Require a :class:`~pnsolve.kernels.Kernel` (stationary or SKI)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a pnsolve.kernels.Kernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def check_stationary(kernel: object) -> StationaryKernel:
+    """Require a :class:`~pnsolve.kernels.StationaryKernel` (random-feature estimators)."""
     if not isinstance(kernel, StationaryKernel):
         raise TypeError(
-            f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+            "kernel must be a pnsolve.kernels.StationaryKernel (the pathwise estimator "
+            f"draws random Fourier features of it), got {type(kernel).__name__}"
         )
     return kernel
 
@@ -74,19 +84,23 @@ def noise_value(noise: float | torch.Tensor, X: torch.Tensor) -> torch.Tensor:
 class Problem(NamedTuple):
     """Checked arguments of an estimator: ``K̂ = K(X, X) + noise · I`` and targets ``y``."""
 
-    kernel: StationaryKernel
+    kernel: Kernel
     X: torch.Tensor
     noise: float | torch.Tensor
     y: torch.Tensor
 
 
 def check_problem(kernel: object, X: object, noise: object, y: object) -> Problem:
-    """Validate ``kernel``, ``X (n, d)``, ``noise`` and ``y (n,)`` (``X``'s dtype/device)."""
+    """Validate ``kernel``, ``X (n, d)``, ``noise`` and ``y (n,)`` (``X``'s dtype/device).
+
+    The kernel comes back bound to ``X`` (:meth:`~pnsolve.kernels.Kernel.bind`: a SKI grid
+    without bounds covers the training inputs, so that posterior queries use its grid).
+    """
     kernel = check_kernel(kernel)
     X = check_inputs(X, "X")
     y = check_targets(y, X)
     noise = check_noise_arg(noise)
-    return Problem(kernel, X, noise, y)
+    return Problem(kernel.bind(X), X, noise, y)
 
 
 def check_solutions(solutions: object, X: torch.Tensor, columns: int) -> torch.Tensor:

@@ -5,8 +5,9 @@ Both stochastic estimators write their gradient estimate as the gradient of
     S(θ) = Σ_c u_cᵀ K̂(θ) w_c = Σ_ij G_ij K̂_ij(θ),   G = U Wᵀ,   K̂ = K(X, X; θ) + σ² I,
 
 with ``U`` and ``W`` detached ``(n, k)`` blocks built from the solver's solutions. The
-kernel part is differentiated one row block ``K(X_R, X)`` at a time (built with autograd,
-contracted with ``W``, back-propagated and freed), so memory is ``O(rows · n)`` and no
+kernel part is differentiated by the kernel's
+:meth:`~pnsolve.kernels.Kernel.bilinear_backward`: one row block ``K(X_R, X)`` at a time
+for stationary kernels (memory ``O(rows · n)``), through the grid for SKI kernels; no
 ``n × n`` graph ever exists. The noise part is ``σ² Σ_c u_cᵀ w_c``.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ._checks import Problem
 
 __all__ = [
@@ -37,7 +38,7 @@ def chunk_rows_for(n: int, chunk_rows: int | None) -> int:
 
 
 def accumulate_surrogate_gradient(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X: torch.Tensor,
     noise: float | torch.Tensor,
     U: torch.Tensor,
@@ -50,7 +51,8 @@ def accumulate_surrogate_gradient(
     Parameters
     ----------
     kernel
-        Stationary kernel; its parameters (and ``X`` if it requires grad) receive gradients.
+        The kernel; its parameters (and ``X`` if it requires grad, for stationary
+        kernels) receive gradients.
     X
         Inputs, shape ``(n, d)``.
     noise
@@ -62,19 +64,10 @@ def accumulate_surrogate_gradient(
     chunk_rows
         Rows per differentiable block (default: :func:`chunk_rows_for`).
     """
-    n = X.shape[0]
-    rows = chunk_rows_for(n, chunk_rows)
     U, W = U.detach(), W.detach()
     wants_kernel = X.requires_grad or any(p.requires_grad for p in kernel.parameters())
     if wants_kernel:
-        with torch.enable_grad():
-            for r0 in range(0, n, rows):
-                r1 = min(n, r0 + rows)
-                # self_index marks the diagonal entries as exact zero distances (their
-                # gradient is then exactly zero, as in the dense kernel matrix)
-                index = torch.arange(r0, r1, device=X.device)
-                K_block = kernel._dense(X[r0:r1], X, self_index=index)
-                (torch.mm(K_block, W) * U[r0:r1]).sum().backward()
+        kernel.bilinear_backward(X, U, W, rows=chunk_rows_for(X.shape[0], chunk_rows))
     if isinstance(noise, torch.Tensor) and noise.requires_grad:
         coefficient = (U * W).sum().to(device=noise.device, dtype=noise.dtype)
         torch.autograd.backward(noise, coefficient, retain_graph=True)

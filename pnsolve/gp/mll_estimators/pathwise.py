@@ -7,7 +7,7 @@ import torch
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
 from ..pathwise import PathwiseDraws, pathwise_update
-from ._checks import Problem, check_chunk_rows, check_kernel, check_positive_int, noise_value
+from ._checks import Problem, check_chunk_rows, check_positive_int, check_stationary, noise_value
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
 from ._surrogate import accumulate_probe_gradient
 from .base import GradientEstimator
@@ -155,7 +155,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         Evaluated under the kernel's current hyperparameters (differentiable;
         ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
         """
-        kernel = check_kernel(kernel)
+        kernel = check_stationary(kernel)
         X = check_inputs(X, "X")
         draws = self._draws
         if draws is None:
@@ -180,6 +180,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
     # --------------------------------------------------------------------- estimator
     def _targets(self, problem: Problem) -> torch.Tensor:
         kernel, X, noise, y = problem
+        kernel = check_stationary(kernel)
         with torch.no_grad():
             if self._draws is None:
                 self._draws = self._draw(kernel, X)
@@ -224,7 +225,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             Shape ``(t, s)``: ``K(Xs, X)`` is applied matrix-free once ``t · n`` exceeds
             2²² entries; the caller adds back the mean it subtracted from ``y``.
         """
-        (kernel, X, _, _), V, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
+        (bound, X, _, _), V, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
+        kernel = check_stationary(bound)
         draws = self._require_draws(X)
         return draws.prior(kernel, Xs) + pathwise_update(kernel, Xs, X, V[:, :1] - V[:, 1:])
 
