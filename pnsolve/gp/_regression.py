@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ._checks import check_inputs
@@ -57,7 +58,10 @@ class RegressionGP:
         X = self._require_fit()
         if method not in (default, "love"):
             raise ValueError(f"method must be {default!r} or 'love', got {method!r}")
-        return X, check_inputs(Xs, "Xs", X.shape[1], like=X)
+        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+        if isinstance(self.kernel, GridInterpolation):  # name the argument, not X1
+            self.kernel.grid(X).check_covers(Xs, "Xs")
+        return X, Xs
 
     def _love_posterior(
         self,

@@ -79,6 +79,27 @@ class Grid:
         """Distances ``i · spacing_j`` from the first grid point, shape ``(m_j,)``."""
         return self.spacing[j] * torch.arange(self.sizes[j], dtype=dtype, device=device)
 
+    def check_covers(self, X: torch.Tensor, name: str = "X") -> None:
+        """Raise ``ValueError`` naming ``name`` if a row of ``X`` ``(n, d)`` is off the interior.
+
+        A slack of ``10⁻⁶`` of the interior's width absorbs the rounding of bounds
+        computed from the data.
+        """
+        for j in range(X.shape[1]):
+            m = self.sizes[j]
+            t = (X[:, j].detach() - self.lower[j]) / self.spacing[j]  # grid units
+            slack = 1e-6 * (m - 3)
+            outside = (t < 1 - slack) | (t > m - 2 + slack)
+            if bool(outside.any()):
+                lo, hi = self.interior(j)
+                i = int(outside.nonzero()[0, 0])
+                raise ValueError(
+                    f"{name} has a point outside the grid in dimension {j}: row {i} has "
+                    f"{float(X[i, j]):.6g}, the grid interpolates on [{lo:.6g}, {hi:.6g}]. "
+                    "Pass grid_bounds that cover every input (training and test) to "
+                    "GridInterpolation."
+                )
+
     def interpolation(self, X: torch.Tensor, name: str = "X") -> SparseInterpolation:
         """Keys' cubic interpolation weights of the rows of ``X`` ``(n, d)``: ``W`` ``(n, m)``.
 
@@ -91,24 +112,14 @@ class Grid:
             If a point lies outside the grid's interior (the message names ``name``,
             the dimension and the interval).
         """
+        self.check_covers(X, name)
         n, d = X.shape
         idx = torch.zeros(n, 1, dtype=torch.long, device=X.device)
         val = torch.ones(n, 1, dtype=X.dtype, device=X.device)
         stencil = torch.arange(-1, 3, device=X.device)
         for j in range(d):
-            m, h = self.sizes[j], self.spacing[j]
-            t = (X[:, j].detach() - self.lower[j]) / h  # position in grid units
-            slack = 1e-6 * (m - 3)  # rounding of the bounds, in grid units
-            outside = (t < 1 - slack) | (t > m - 2 + slack)
-            if bool(outside.any()):
-                lo, hi = self.interior(j)
-                i = int(outside.nonzero()[0, 0])
-                raise ValueError(
-                    f"{name} has a point outside the grid in dimension {j}: row {i} has "
-                    f"{float(X[i, j]):.6g}, the grid interpolates on [{lo:.6g}, {hi:.6g}]. "
-                    "Pass grid_bounds that cover every input (training and test) to "
-                    "GridInterpolation."
-                )
+            m = self.sizes[j]
+            t = (X[:, j].detach() - self.lower[j]) / self.spacing[j]  # grid units
             base = t.floor().clamp(1, m - 3)  # stencil base − 1, base, base + 1, base + 2
             f = (t - base).unsqueeze(-1)  # in [0, 1]
             w = keys_weights(f - stencil.to(X.dtype))  # (n, 4)

@@ -369,6 +369,40 @@ CASES: dict[str, Case] = {
         ValueError,
         "ARD lengthscales",
     ),
+    "ski-grid-size": Case(
+        "kernels",
+        "a SKI grid with fewer than 4 points per dimension",
+        lambda: pn.kernels.GridInterpolation(pn.kernels.RBF(), 3),
+        ValueError,
+        "grid_size must be at least 4",
+    ),
+    "ski-base": Case(
+        "kernels",
+        "a SKI kernel on a non-stationary base (another SKI kernel)",
+        lambda: pn.kernels.GridInterpolation(
+            pn.kernels.GridInterpolation(pn.kernels.RBF(), 10), 10
+        ),
+        TypeError,
+        "stationary",
+    ),
+    "ski-dims": Case(
+        "kernels",
+        "a SKI grid in too many dimensions",
+        lambda: pn.kernels.GridInterpolation(pn.kernels.RBF(), 10, [(0.0, 1.0)] * 6),
+        ValueError,
+        "at most 5 input dimensions",
+    ),
+    "ski-outside": Case(
+        "kernels",
+        "a test point outside a fitted SKI grid",
+        lambda: (
+            pn.gp.ExactGP(pn.kernels.GridInterpolation(pn.kernels.RBF(), 10, [(0.0, 1.0)] * 2), 0.1)
+            .fit(torch.full((3, 2), 0.5, dtype=F64), torch.zeros(3, dtype=F64))
+            .posterior(torch.full((1, 2), 3.0, dtype=F64))
+        ),
+        ValueError,
+        "outside the grid",
+    ),
     "kernel-backend": Case(
         "kernels",
         "an unknown matrix-free backend",

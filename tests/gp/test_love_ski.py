@@ -244,14 +244,14 @@ def test_hyperparameter_learning_with_cg_and_the_standard_estimator():
 
     def lml():
         noise = float(torch.nn.functional.softplus(raw_noise.detach()))
-        return float(pn.gp.ExactGP(k, noise).log_marginal_likelihood(X, y))
+        return float(pn.gp.ExactGP(k, noise).log_marginal_likelihood(X, y).detach())
 
     start = lml()
     for _ in range(25):
         opt.zero_grad()
         noise = torch.nn.functional.softplus(raw_noise)
         B = est.targets(k, X, noise, y)
-        A = k.linop(X).add_diagonal(float(noise))
+        A = k.linop(X).add_diagonal(float(noise.detach()))
         V, _ = pn.cg(A, B, rtol=1e-8, maxiter=1000)
         est.backward(k, X, noise, y, V)
         opt.step()
