@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core.errors import NotPositiveDefiniteError
+from .._core.errors import MissingStructureError, NotPositiveDefiniteError
 from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
@@ -42,7 +42,9 @@ def predictive_covariance(prior: LinearOperator, P: torch.Tensor) -> LinearOpera
     return Closure(matmat, (t, t), dtype=P.dtype, device=P.device, is_symmetric=True, is_psd=True)
 
 
-def lanczos_root(C: LinearOperator, rank: int, start: torch.Tensor) -> torch.Tensor:
+def lanczos_root(
+    C: LinearOperator, rank: int, start: torch.Tensor, scale: float = 0.0
+) -> torch.Tensor:
     """A root ``S`` with ``S Sᵀ ≈ C`` from ``rank`` Lanczos steps on ``C``.
 
     Parameters
@@ -54,12 +56,17 @@ def lanczos_root(C: LinearOperator, rank: int, start: torch.Tensor) -> torch.Ten
         invariant, then ``S Sᵀ`` is exact on it).
     start
         Starting vector, shape ``(t,)``, nonzero.
+    scale
+        Size of the terms ``C`` is computed from, e.g. the largest prior variance for
+        ``C = prior − P Pᵀ``: the cancellation leaves rounding errors of that size, so
+        Ritz values down to ``−√t·eps·max(scale, λ_max)`` count as zero (default ``0``:
+        relative to ``C``'s own largest Ritz value).
 
     Returns
     -------
     torch.Tensor
         ``S = Q U Λ^½``, shape ``(t, k')`` with ``k' ≤ k``. Eigenvalues of ``T`` that
-        are negative at rounding level (``|λ| ≤ √t·eps·λ_max``) are set to zero.
+        are negative at rounding level (``|λ| ≤ √t·eps·max(scale, λ_max)``) are set to zero.
 
     Raises
     ------
@@ -71,7 +78,7 @@ def lanczos_root(C: LinearOperator, rank: int, start: torch.Tensor) -> torch.Ten
     lam, U = torch.linalg.eigh(res.T)
     eps = torch.finfo(lam.dtype).eps
     top = float(lam.abs().max()) if lam.numel() else 0.0
-    floor = (C.shape[0] ** 0.5) * eps * top
+    floor = (C.shape[0] ** 0.5) * eps * max(top, float(scale))
     if float(lam.min()) < -floor:
         raise NotPositiveDefiniteError(
             f"the test covariance has a negative Ritz value {float(lam.min()):.3e} "
@@ -104,4 +111,8 @@ def sampling_root(
     """
     with torch.no_grad():
         start = var if bool((var > 0).any()) else torch.ones_like(var)
-        return lanczos_root(predictive_covariance(prior, P), rank, start)
+        try:  # the prior's size bounds the rounding left by prior − P Pᵀ
+            scale = float(prior.diagonal().abs().max()) if prior.shape[0] else 0.0
+        except MissingStructureError:
+            scale = 0.0
+        return lanczos_root(predictive_covariance(prior, P), rank, start, scale)

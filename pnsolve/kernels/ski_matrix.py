@@ -13,7 +13,10 @@ from .grid import Grid
 if TYPE_CHECKING:  # pragma: no cover
     from .grid_interpolation import GridInterpolation
 
-__all__ = ["GridInterpolationMatrix"]
+__all__ = ["DENSE_BLOCK_BYTES", "GridInterpolationMatrix"]
+
+#: Memory for the grid vectors of one column block of :meth:`GridInterpolationMatrix.to_dense`.
+DENSE_BLOCK_BYTES = 2**28
 
 
 class GridInterpolationMatrix(LinearOperator):
@@ -80,6 +83,28 @@ class GridInterpolationMatrix(LinearOperator):
     def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
         W_rows = self.left.row_block(rows)  # (r, m), r requested rows only
         return (self.right @ (self.grid_matrix @ W_rows.mT)).mT
+
+    def to_dense(self) -> torch.Tensor:
+        """The dense ``(n1, n2)`` matrix; the smaller side goes through the grid.
+
+        ``W₁ (K_UU W₂ᵀ)`` or ``(W₂ (K_UU W₁ᵀ))ᵀ``, the smaller side's unit vectors in
+        column blocks of at most :data:`DENSE_BLOCK_BYTES` of grid vectors (FFT buffers
+        included): memory ``O(n1 n2)`` plus that block, never an identity of the larger
+        side.
+        """
+        n1, n2 = self.shape
+        small, other, transpose = (self.left, self.right, True) if n1 <= n2 else (
+            self.right, self.left, False)  # fmt: skip
+        k = small.shape[0]
+        per_column = self.grid.size * (2**self.grid.dim) * 16  # complex FFT buffer
+        block = max(1, min(k, DENSE_BLOCK_BYTES // per_column))
+        out = torch.empty(other.shape[0], k, dtype=self.dtype, device=self.device)
+        for c0 in range(0, k, block):
+            c1 = min(k, c0 + block)
+            E = torch.zeros(k, c1 - c0, dtype=self.dtype, device=self.device)
+            E[torch.arange(c0, c1), torch.arange(c1 - c0)] = 1
+            out[:, c0:c1] = other @ (self.grid_matrix @ small.rmatmat(E))
+        return out.mT if transpose else out
 
     def add_diagonal(self, noise: float | torch.Tensor) -> LinearOperator:
         """``K + noise · I`` as a :class:`~pnsolve.linops.Sum` (square operators only)."""

@@ -256,3 +256,19 @@ def test_hyperparameter_learning_with_cg_and_the_standard_estimator():
         est.backward(k, X, noise, y, V)
         opt.step()
     assert lml() > start + 50, (start, lml())
+
+
+def test_samples_when_the_test_covariance_has_lower_rank_than_the_cache():
+    """t points on a 16-point grid: rank(W_s C W_sᵀ) ≤ 16 < k; Lanczos runs past it."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(1000, 1, generator=g, dtype=F64)
+    y = torch.sin(12 * X[:, 0]) + 0.3 * torch.randn(1000, generator=g, dtype=F64)
+    k = _ski(pn.kernels.RBF(lengthscale=0.2), m=16, bounds=[(0.0, 1.0)])
+    gp = pn.gp.ExactGP(k, 0.1).fit(X, y)
+    Xs = torch.linspace(0, 1, 100, dtype=F64).unsqueeze(-1)
+    post = gp.posterior(Xs, method="love", rank=20)
+    S = post.sample_root()
+    assert S.shape[1] <= 20
+    C = post.cov()
+    torch.testing.assert_close(S @ S.mT, C, rtol=0, atol=krylov_tol(F64, 1e4) * float(C.max()))
+    assert post.sample(3, generator=torch.Generator().manual_seed(0)).shape == (100, 3)

@@ -254,3 +254,19 @@ def test_float32_follows_inputs():
     assert K.dtype == torch.float32 and k(X).dtype == torch.float32
     assert (K @ torch.ones(20)).dtype == torch.float32
     torch.testing.assert_close(k(X).double(), k(X.double()).detach(), rtol=0, atol=1e-5)
+
+
+def test_dense_evaluation_in_column_blocks(monkeypatch):
+    """to_dense in several column blocks (either orientation) = one block."""
+    import pnsolve.kernels.ski_matrix as ski_matrix
+
+    k = pn.kernels.GridInterpolation(
+        pn.kernels.Matern(nu=1.5, lengthscale=0.3), 12, grid_bounds=[(0.0, 1.0)] * 2
+    )
+    X, Xs = _rand(25, 2, 7), _rand(6, 2, 8)
+    full = [k.linop(Xs, X).to_dense(), k.linop(X, Xs).to_dense(), k.linop(X).to_dense()]
+    monkeypatch.setattr(ski_matrix, "DENSE_BLOCK_BYTES", 144 * 4 * 16 * 2)  # two columns
+    blocks = [k.linop(Xs, X).to_dense(), k.linop(X, Xs).to_dense(), k.linop(X).to_dense()]
+    for a, b in zip(full, blocks, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=exact_tol(F64, 144))
+    torch.testing.assert_close(full[0], full[1].mT, rtol=0, atol=exact_tol(F64, 144))
