@@ -17,6 +17,8 @@ SCRIPTS = [
     "bench_ulisse_seed.py",  # seed 000 §3-4 (Figs. 1-4): about 5 minutes (--quick: 30 s)
     "bench_itergp.py",
     "bench_love.py",
+    "bench_ski_love.py",  # seed 004, SKI + LOVE: about 8 minutes (--quick: 1)
+    "bench_love_tables.py",  # seed 004 Table 2 at CPU scale: about 10 minutes (--quick: 1)
     "bench_iterncgp.py",
     "bench_training.py",
     "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)

@@ -93,10 +93,12 @@ class SparseInterpolation(LinearOperator):
         )
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        return self._csr @ X
+        # row-major operands keep torch's CSR product on its sparse kernel (a strided
+        # operand is copied here, O(m k), rather than risking a slower path)
+        return self._csr @ X.contiguous()
 
     def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
-        return self._csr_t @ X
+        return self._csr_t @ X.contiguous()
 
     def _diagonal(self) -> torch.Tensor:
         m = min(self.shape)
