@@ -41,6 +41,24 @@ class RegressionGP:
     def _backend(self) -> str:
         return "auto"
 
+    def _bind_kernel(self, X: torch.Tensor) -> None:
+        """Fix the kernel's data-derived settings to ``X`` (``Kernel.bind``) for a fit.
+
+        Rebinds from the kernel as given, unless ``self.kernel`` was replaced since the
+        last fit (then the new kernel is the one given). A SKI grid that does not cover
+        ``X`` is refused naming ``X``.
+        """
+        if self.kernel is not getattr(self, "_bound_kernel", None):
+            self._given_kernel = self.kernel
+        self.kernel = self._bound_kernel = self._given_kernel.bind(X)
+        if isinstance(self.kernel, GridInterpolation):
+            self.kernel.grid(X).check_covers(X, "X")
+
+    def _check_test_inputs(self, Xs: torch.Tensor, X: torch.Tensor) -> None:
+        """Refuse test inputs outside a SKI grid, naming ``Xs``."""
+        if isinstance(self.kernel, GridInterpolation):
+            self.kernel.grid(X).check_covers(Xs, "Xs")
+
     def _weights(self) -> torch.Tensor:
         """The fitted representer weights ``(n,)`` (the mean of LOVE posteriors)."""
         raise NotImplementedError
@@ -59,8 +77,7 @@ class RegressionGP:
         if method not in (default, "love"):
             raise ValueError(f"method must be {default!r} or 'love', got {method!r}")
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        if isinstance(self.kernel, GridInterpolation):  # name the argument, not X1
-            self.kernel.grid(X).check_covers(Xs, "Xs")
+        self._check_test_inputs(Xs, X)
         return X, Xs
 
     def _love_posterior(
@@ -104,6 +121,7 @@ class RegressionGP:
         check_rank(rank)
         if Xs is not None:
             Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+            self._check_test_inputs(Xs, X)
         if not isinstance(calibrated, bool):
             raise TypeError(f"calibrated must be a bool, got {calibrated!r}")
         return self._love_cache(rank, probe, Xs, None, calibrated)

@@ -57,7 +57,7 @@ class ExactGP(RegressionGP):
     """
 
     def __init__(self, kernel: Kernel, noise: float, mean: float = 0.0) -> None:
-        self.kernel = self._given_kernel = check_model_kernel(kernel)
+        self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.mean = float(mean)
         self.X = None
@@ -79,8 +79,8 @@ class ExactGP(RegressionGP):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
-        _check_dense_size(self._given_kernel, X.shape[0])
-        self.kernel = self._given_kernel.bind(X)
+        _check_dense_size(self.kernel, X.shape[0])
+        self._bind_kernel(X)
         with torch.no_grad():
             K = self.kernel(X)
             K.diagonal().add_(self.noise)

@@ -89,7 +89,7 @@ class IterGP(RegressionGP):
         *,
         backend: str = "auto",
     ) -> None:
-        self.kernel = self._given_kernel = check_model_kernel(kernel)
+        self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
@@ -123,7 +123,7 @@ class IterGP(RegressionGP):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
-        self.kernel = self._given_kernel.bind(X)
+        self._bind_kernel(X)
         A = self.system(X)
         with torch.no_grad():
             self.belief, self.info = self.solver.solve(A, y - self.mean, generator=generator)
@@ -146,15 +146,19 @@ class IterGP(RegressionGP):
         X = check_inputs(X, "X")
         y = check_targets(y, X)
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        self.kernel = self._given_kernel.bind(X)
+        self._bind_kernel(X)
+        self._check_test_inputs(Xs, X)
         A = self.system(X)
         self.X, self.y, self.A = X, y, A
+        # the test inputs' operators do not change with the iterations: built once
+        cross = self.kernel.linop(Xs, X, backend=self.backend)
+        prior_var = self.kernel.diag(Xs)
         norms: list[torch.Tensor] = []
         for state in self.solver.iterate(A, y - self.mean, generator=generator):
             if state.iteration == len(norms):  # a breakdown repeats the last iteration
                 norms.append(state.residual_norm)
             self.belief = state.belief
-            yield state, self._posterior(Xs, state.belief)
+            yield state, self._posterior(Xs, state.belief, cross=cross, prior_var=prior_var)
         self.info = SolveInfo.from_history(state, norms)
 
     # ---------------------------------------------------------------- prediction
@@ -281,11 +285,18 @@ class IterGP(RegressionGP):
         return self.belief.mean
 
     def _posterior(
-        self, Xs: torch.Tensor, belief: GaussianSolutionBelief, scale: float = 1.0
+        self,
+        Xs: torch.Tensor,
+        belief: GaussianSolutionBelief,
+        scale: float = 1.0,
+        *,
+        cross: LinearOperator | None = None,
+        prior_var: torch.Tensor | None = None,
     ) -> GaussianPosterior:
+        """The belief posterior at ``Xs`` (``cross`` and ``prior_var`` built if not given)."""
         return belief_posterior(
-            cross=self.kernel.linop(Xs, self.X, backend=self.backend),
-            prior_var=self.kernel.diag(Xs),
+            cross=self.kernel.linop(Xs, self.X, backend=self.backend) if cross is None else cross,
+            prior_var=self.kernel.diag(Xs) if prior_var is None else prior_var,
             prior_cov=lambda: self.kernel(Xs),
             weights=belief.mean,
             V=belief.V,

@@ -28,7 +28,9 @@ import torch
 from .._core.validation import check_generator_device, check_positive_int, require_generator
 from ..kernels.grid import Grid
 from ..kernels.grid_interpolation import GridInterpolation
+from ..kernels.ski_matrix import GridInterpolationMatrix
 from ..linops.base import LinearOperator
+from ..linops.interpolation import SparseInterpolation
 from .belief_posterior import exact_variance
 from .love import LoveCache
 from .love_sampling import sampling_root
@@ -54,6 +56,13 @@ class GridLove:
         ``rootᵀ w(x)``.
     mean
         ``K_UU W_Xᵀ v`` for the model's representer weights ``v``, shape ``(m,)``.
+    weights
+        The weights ``v`` ``(n,)`` the mean was computed from (a posterior asked with
+        other weights, e.g. a later iteration of ``IterGP.iterate``, recomputes its mean).
+    interpolation
+        ``W_X`` ``(n, m)`` of the training inputs.
+    stencil
+        The ``4ᵈ × 4ᵈ`` block of ``K_UU`` every stencil sees (prior variances).
     """
 
     kernel: GridInterpolation
@@ -61,21 +70,33 @@ class GridLove:
     grid_matrix: LinearOperator
     root: torch.Tensor
     mean: torch.Tensor
+    weights: torch.Tensor
+    interpolation: SparseInterpolation
+    stencil: torch.Tensor
 
     @classmethod
-    def build(
-        cls, cache: LoveCache, kernel: GridInterpolation, X: torch.Tensor, weights: torch.Tensor
-    ) -> GridLove:
+    def build(cls, cache: LoveCache, K: GridInterpolationMatrix, weights: torch.Tensor) -> GridLove:
         """Project the cache's root ``R`` ``(n, k)`` and ``weights`` ``(n,)`` onto the grid.
 
-        One sparse product with ``W_Xᵀ`` and one FFT product with ``K_UU`` over ``k + 1``
-        columns: ``O((n 4ᵈ + m log m) k)``.
+        ``K`` is the SKI training operator ``W_X K_UU W_Xᵀ``. One sparse product with
+        ``W_Xᵀ`` and one FFT product with ``K_UU`` over ``k + 1`` columns:
+        ``O((n 4ᵈ + m log m) k)``.
         """
         with torch.no_grad():
-            K = kernel.linop(X)
             RW = torch.cat([weights.unsqueeze(-1), cache.R], dim=1)
             G = K.grid_matrix @ K.left.rmatmat(RW)  # (m, 1 + k)
-        return cls(kernel, K.grid, K.grid_matrix, G[:, 1:].contiguous(), G[:, 0].contiguous())
+            stencil = K.kernel.stencil_block(K.grid, K.dtype, K.device)
+        return cls(
+            K.kernel, K.grid, K.grid_matrix, G[:, 1:].contiguous(), G[:, 0].contiguous(),
+            weights, K.left, stencil,
+        )  # fmt: skip
+
+    def mean_for(self, weights: torch.Tensor) -> torch.Tensor:
+        """``K_UU W_Xᵀ weights`` ``(m,)``: :attr:`mean` when ``weights`` are the cache's."""
+        if weights is self.weights:
+            return self.mean
+        with torch.no_grad():
+            return self.grid_matrix @ self.interpolation.rmatmat(weights)
 
     @cached_property
     def sampling_root(self) -> torch.Tensor:
@@ -112,13 +133,15 @@ def grid_love_posterior(
     grid: GridLove,
     Xs: torch.Tensor,
     X: torch.Tensor,
+    weights: torch.Tensor,
     offset: float,
     math_var: Callable[[], torch.Tensor] | None,
     calibrated: bool,
 ) -> GaussianPosterior:
     """LOVE's posterior at ``Xs`` ``(t, d)`` from the grid-space cache: ``O(4ᵈ k)`` per point.
 
-    ``mean = μ + w(x)ᵀ a``, ``var = w(x)ᵀ K_UU w(x) − ‖rootᵀ w(x)‖²`` (checked
+    ``mean = μ + w(x)ᵀ a`` (``a = K_UU W_Xᵀ weights``, kept in the cache for the weights
+    it was built with, else one product), ``var = w(x)ᵀ K_UU w(x) − ‖rootᵀ w(x)‖²`` (checked
     nonnegative), ``cov()`` from the dense SKI prior on demand, ``sample`` through a
     rank-``k`` Lanczos root of the test covariance with the structured SKI prior;
     ``math_var`` (on demand) by CG with ``K̂``.
@@ -126,9 +149,9 @@ def grid_love_posterior(
     kernel = grid.kernel
     with torch.no_grad():
         Ws = grid.grid.interpolation(Xs, "Xs")  # (t, m), 4ᵈ weights per row
-        mean = offset + Ws @ grid.mean
+        mean = offset + Ws @ grid.mean_for(weights)
         P = (Ws @ grid.root).contiguous()  # (t, k)
-        prior_var = kernel.stencil_quadratic_form(grid.grid, Ws.values)
+        prior_var = kernel.stencil_quadratic_form(grid.grid, Ws.values, grid.stencil)
         var = cache.variance_from_projection(P, prior_var)
 
     def cov() -> torch.Tensor:

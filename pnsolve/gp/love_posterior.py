@@ -101,20 +101,21 @@ def resolve_love_cache(
             )
         return cache
     with torch.no_grad():
+        # a SKI kernel's training operator (no graph): the paper's probe, the grid part
+        K = kernel.linop(X) if isinstance(kernel, GridInterpolation) else None
         if probe is None:
-            calibrated = Xs is not None or isinstance(kernel, GridInterpolation)
+            calibrated = Xs is not None or K is not None
             if Xs is not None:
                 probe = default_probe(kernel, X, Xs, backend)
-            elif isinstance(kernel, GridInterpolation):
+            elif K is not None:
                 # the paper's b = W_X K_UU 1 / m: depends on neither test points nor targets
-                K = kernel.linop(X)
                 ones = torch.full((K.grid.size, 1), 1.0 / K.grid.size, dtype=X.dtype)
                 probe = (K.left @ (K.grid_matrix @ ones.to(X.device))).squeeze(-1)
             else:
                 probe = residual
         built = LoveCache.build(A, probe, rank, calibrated=calibrated)
-    if isinstance(kernel, GridInterpolation):
-        return dataclasses.replace(built, grid=GridLove.build(built, kernel, X, weights))
+    if K is not None:
+        return dataclasses.replace(built, grid=GridLove.build(built, K, weights))
     return built
 
 
@@ -171,6 +172,7 @@ def love_posterior(
             grid=cache.grid,
             Xs=Xs,
             X=X,
+            weights=weights,
             offset=offset,
             math_var=math_var,
             calibrated=cache.calibrated if calibrated is None else calibrated,

@@ -199,19 +199,22 @@ class GridInterpolation(Kernel):
             factors.append(Toeplitz(column, is_psd=True))
         return Kronecker(*factors)
 
-    def _stencil_block(self, grid: Grid, dtype, device) -> torch.Tensor:
+    def stencil_block(self, grid: Grid, dtype, device) -> torch.Tensor:
         """``K_UU`` between the ``4ᵈ`` points of one stencil, shape ``(4ᵈ, 4ᵈ)``."""
         s = torch.cartesian_prod(*[torch.arange(4, device=device)] * grid.dim)
         s = s.reshape(-1, grid.dim)
         return self._offset_kernel(grid, (s.unsqueeze(1) - s.unsqueeze(0)).abs(), dtype, device)
 
-    def stencil_quadratic_form(self, grid: Grid, values: torch.Tensor) -> torch.Tensor:
+    def stencil_quadratic_form(
+        self, grid: Grid, values: torch.Tensor, block: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``w_iᵀ K_UU w_i`` for interpolation weights ``values`` ``(n, 4ᵈ)``; shape ``(n,)``.
 
         Every stencil covers ``4`` consecutive grid points per dimension, so the block of
-        ``K_UU`` it sees is the same for every point: ``O(16ᵈ)`` per point.
+        ``K_UU`` it sees is the same for every point (:meth:`stencil_block`, passed as
+        ``block`` when it is kept): ``O(16ᵈ)`` per point.
         """
-        B = self._stencil_block(grid, values.dtype, values.device)
+        B = self.stencil_block(grid, values.dtype, values.device) if block is None else block
         return ((values @ B) * values).sum(-1)
 
     def grid_bilinear_rows(
@@ -291,6 +294,8 @@ class GridInterpolation(Kernel):
         Through the grid: ``(W_Xᵀ U)ᵀ K_UU(θ) (W_Xᵀ W)``, one FFT product with autograd,
         ``O(n 4ᵈ k + m log m k)``; ``rows`` is not needed.
         """
+        if not any(p.requires_grad for p in self.base_kernel.parameters()):
+            return  # nothing to differentiate: the inputs get no gradient through SKI
         grid = self.grid(X)
         Wx = grid.interpolation(X.detach(), "X")
         left, right = Wx.rmatmat(U.detach()), Wx.rmatmat(W.detach())

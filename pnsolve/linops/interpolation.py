@@ -78,8 +78,7 @@ class SparseInterpolation(LinearOperator):
                 (n, num_columns),
                 check_invariants=False,
             )
-            # Wᵀ in CSR form as well: a transposed product is then a row-parallel product
-            self._csr_t = self._csr.to_sparse_coo().t().coalesce().to_sparse_csr()
+        self._csr_t: torch.Tensor | None = None  # Wᵀ in CSR form, built on first use
 
     @property
     def nnz_per_row(self) -> int:
@@ -98,6 +97,8 @@ class SparseInterpolation(LinearOperator):
         return self._csr @ X.contiguous()
 
     def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
+        if self._csr_t is None:  # a transposed product is then a row-parallel product
+            self._csr_t = self._csr.to_sparse_coo().t().coalesce().to_sparse_csr()
         return self._csr_t @ X.contiguous()
 
     def _diagonal(self) -> torch.Tensor:

@@ -272,3 +272,57 @@ def test_samples_when_the_test_covariance_has_lower_rank_than_the_cache():
     C = post.cov()
     torch.testing.assert_close(S @ S.mT, C, rtol=0, atol=krylov_tol(F64, 1e4) * float(C.max()))
     assert post.sample(3, generator=torch.Generator().manual_seed(0)).shape == (100, 3)
+
+
+def test_a_cache_reused_over_iterations_follows_the_current_weights():
+    """IterGP.iterate keeps K̂: a cache built at iteration 1 serves iteration 5 with its mean."""
+    X, y, Xs = _data(n=200, t=5)
+    gp = pn.gp.IterGP(_ski(m=16), 0.01, pn.policies.CG(), pn.stopping.MaxIterations(5))
+    cache = None
+    for state, _ in gp.iterate(X, y, Xs):
+        if state.iteration == 1:
+            cache = gp.build_love_cache(rank=10)
+    assert cache is not None and cache.A is gp.A
+    fast = gp.posterior(Xs, method="love", cache=cache)
+    slow = gp.posterior(Xs, method="love", cache=dataclasses.replace(cache, grid=None))
+    torch.testing.assert_close(fast.mean, slow.mean, rtol=0, atol=exact_tol(F64, 200) * 100)
+    torch.testing.assert_close(fast.mean, gp.posterior(Xs).mean, rtol=0, atol=1e-10)
+
+
+def test_inputs_outside_the_grid_are_named():
+    X, y, Xs = _data(n=50, t=4)
+    k = _ski(m=8)
+    with pytest.raises(ValueError, match=r"^X has a point outside the grid"):
+        pn.gp.ExactGP(k, 0.1).fit(X + 2.0, y)
+    gp = pn.gp.ExactGP(k, 0.1).fit(X, y)
+    with pytest.raises(ValueError, match=r"^Xs has a point outside the grid"):
+        gp.build_love_cache(rank=3, Xs=Xs + 2.0)
+    it = pn.gp.IterGP(k, 0.1, pn.policies.CG(), pn.stopping.MaxIterations(2))
+    with pytest.raises(ValueError, match=r"^Xs has a point outside the grid"):
+        next(it.iterate(X, y, Xs + 2.0))
+
+
+def test_a_kernel_assigned_before_fit_is_used():
+    X, y, _ = _data(n=40, t=3)
+    gp = pn.gp.ExactGP(pn.kernels.RBF(lengthscale=0.1), 0.1).fit(X, y)
+    gp.kernel = pn.kernels.RBF(lengthscale=1.0)
+    gp.fit(X, y)
+    assert float(gp.kernel.lengthscale.detach()) == pytest.approx(1.0)
+    gp.fit(X, y)  # refitting keeps it
+    assert float(gp.kernel.lengthscale.detach()) == pytest.approx(1.0)
+
+
+def test_frozen_ski_hyperparameters_with_inputs_requiring_grad():
+    """Only the noise is trained (kernel frozen, X requires grad): no crash, noise gradient."""
+    X, y, _ = _data(n=80)
+    base = pn.kernels.RBF(lengthscale=0.3).requires_grad_(False)
+    k = _ski(base, m=12)
+    raw = torch.tensor(-2.0, dtype=F64, requires_grad=True)
+    noise = torch.nn.functional.softplus(raw)
+    est = StandardEstimator(3, generator=torch.Generator().manual_seed(0))
+    Xg = X.clone().requires_grad_()
+    B = est.targets(k, Xg, noise, y)
+    with torch.no_grad():
+        V = torch.linalg.solve(k(X) + noise.detach() * torch.eye(80, dtype=F64), B)
+    est.backward(k, Xg, noise, y, V)
+    assert raw.grad is not None and torch.isfinite(raw.grad)
