@@ -142,7 +142,7 @@ class RegressionGP:
             probe=probe,
             Xs=Xs,
             backend=self._backend(),
-            residual=self.y - self.mean,
+            residual=lambda: self.y - self.mean,
             weights=self._weights(),
             cache=cache,
             calibrated=calibrated,

@@ -40,7 +40,7 @@ def resolve_love_cache(
     probe: torch.Tensor | None,
     Xs: torch.Tensor | None,
     backend: str,
-    residual: torch.Tensor,
+    residual: Callable[[], torch.Tensor],
     weights: torch.Tensor,
     cache: LoveCache | None = None,
     calibrated: bool = False,
@@ -65,8 +65,9 @@ def resolve_love_cache(
     backend
         Kernel-matrix backend of the default probe.
     residual
-        The centred targets ``y − μ``, shape ``(n,)``: the probe without ``Xs`` (the
-        Krylov space of CG on the training system).
+        Callable returning the centred targets ``y − μ``, shape ``(n,)``: the probe
+        without ``Xs`` (the Krylov space of CG on the training system); called only when
+        a new cache needs it (a query with a given cache does no ``O(n)`` work here).
     weights
         The model's representer weights ``(n,)``: with a SKI kernel a new cache is
         projected onto the grid together with them (:class:`~pnsolve.gp.love_grid.GridLove`).
@@ -112,7 +113,7 @@ def resolve_love_cache(
                 ones = torch.full((K.grid.size, 1), 1.0 / K.grid.size, dtype=X.dtype)
                 probe = (K.left @ (K.grid_matrix @ ones.to(X.device))).squeeze(-1)
             else:
-                probe = residual
+                probe = residual()
         built = LoveCache.build(A, probe, rank, calibrated=calibrated)
     if K is not None:
         return dataclasses.replace(built, grid=GridLove.build(built, K, weights))
