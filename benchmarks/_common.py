@@ -12,9 +12,17 @@ import resource
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["interleaved_medians", "peak_rss_mb", "print_table", "ratio", "timeit"]
+__all__ = [
+    "interleaved_medians",
+    "load_average",
+    "peak_rss_mb",
+    "print_table",
+    "ratio",
+    "timeit",
+]
 
 
 def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
@@ -44,6 +52,14 @@ def interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int) -> dict
             if rnd:
                 samples[name].append(time.perf_counter() - t0)
     return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages (other processes skew every timing), if known."""
+    try:
+        return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "load average unknown"
 
 
 def ratio(a: float, b: float) -> float:

@@ -85,7 +85,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import interleaved_medians, print_table, ratio
+from _common import interleaved_medians, load_average, print_table, ratio
 
 import pnsolve as pn
 
@@ -494,14 +494,6 @@ def main(argv: list[str] | None = None) -> int:
         smae_table(sz)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s, {load_average()}")
     return 0
-
-
-def load_average() -> str:
-    """The 1/5/15-minute load averages (other processes skew every timing), if known."""
-    try:
-        return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "load average unknown"
 
 
 if __name__ == "__main__":

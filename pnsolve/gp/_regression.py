@@ -7,6 +7,7 @@ Both fit ``K̂ = K(X, X) + σ² I`` (kept as the operator ``self.A``) and answer
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 
 import torch
@@ -22,7 +23,7 @@ from .posterior import GaussianPosterior
 __all__ = ["RegressionGP"]
 
 
-class RegressionGP:
+class RegressionGP(abc.ABC):
     """Base of the regression models: fitted data, query checks and LOVE caches.
 
     Subclasses set ``kernel``, ``mean`` and ``X`` (``None`` until fitted) and, in
@@ -59,9 +60,9 @@ class RegressionGP:
         if isinstance(self.kernel, GridInterpolation):
             self.kernel.grid(X).check_covers(Xs, "Xs")
 
+    @abc.abstractmethod
     def _weights(self) -> torch.Tensor:
         """The fitted representer weights ``(n,)`` (the mean of LOVE posteriors)."""
-        raise NotImplementedError
 
     def _require_fit(self) -> torch.Tensor:
         """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""

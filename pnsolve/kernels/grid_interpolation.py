@@ -184,20 +184,22 @@ class GridInterpolation(Kernel):
         separable (RBF), else one ``d``-level symmetric Toeplitz operator (Matérn,
         ``d ≥ 2``): both exact, both differentiable in the hyperparameters.
         """
-        d = grid.dim
-        if d == 1 or not self.base_kernel.separable:
-            axes = [torch.arange(s, device=device) for s in grid.sizes]
-            offsets = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1)
-            return Toeplitz(self._offset_kernel(grid, offsets, dtype, device), is_psd=True)
-        factors = []
-        unit = torch.ones((), dtype=dtype, device=device)
         scale = self.base_kernel.outputscale.to(dtype=dtype, device=device)
         ls = self.base_kernel.lengthscale.to(dtype=dtype, device=device)
-        for j in range(d):
+        # squared scaled offsets i·h_j/ℓ_j per axis: every entry of K_UU is built from them
+        z2 = []
+        for j in range(grid.dim):
             z = grid.offsets(j, dtype, torch.device(device)) / (ls if ls.ndim == 0 else ls[j])
-            column = self.base_kernel.profile(z * z) * (scale if j == 0 else unit)
-            factors.append(Toeplitz(column, is_psd=True))
-        return Kronecker(*factors)
+            z2.append(z * z)
+        if grid.dim == 1 or not self.base_kernel.separable:
+            # κ(Σ_j z_j²) on the (m₁, …, m_d) offset grid, by broadcasting the axes' squares
+            r2 = z2[0]
+            for a in z2[1:]:
+                r2 = r2.unsqueeze(-1) + a
+            return Toeplitz(scale * self.base_kernel.profile(r2), is_psd=True)
+        columns = [self.base_kernel.profile(a) for a in z2]
+        columns[0] = scale * columns[0]  # the outputscale once, on the first factor
+        return Kronecker(*[Toeplitz(c, is_psd=True) for c in columns])
 
     def stencil_block(self, grid: Grid, dtype, device) -> torch.Tensor:
         """``K_UU`` between the ``4ᵈ`` points of one stencil, shape ``(4ᵈ, 4ᵈ)``."""

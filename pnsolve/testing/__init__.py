@@ -1,7 +1,7 @@
 """Public testing utilities: tolerances, product counting, SPD strategies, contract mixins."""
 
 from .counting import CountingOperator
-from .moments import moment_z_scores
+from .moments import moment_threshold, moment_z_scores
 from .tolerances import (
     conjugacy_tol,
     eps,
@@ -20,6 +20,7 @@ __all__ = [
     "exact_tol",
     "iterative_tol",
     "krylov_tol",
+    "moment_threshold",
     "moment_z_scores",
     "peer_tol",
     "rhs",

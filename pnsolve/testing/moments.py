@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["moment_z_scores"]
+from .tolerances import statistical_threshold
+
+__all__ = ["moment_threshold", "moment_z_scores"]
 
 
 def moment_z_scores(F: torch.Tensor, mean: torch.Tensor, cov: torch.Tensor) -> tuple[float, float]:
@@ -39,3 +41,12 @@ def moment_z_scores(F: torch.Tensor, mean: torch.Tensor, cov: torch.Tensor) -> t
     zc = (S - cov) / torch.sqrt((d[:, None] * d[None, :] + cov**2) / s)
     iu = torch.triu_indices(*cov.shape)
     return float(zm.abs().max()), float(zc[iu[0], iu[1]].abs().max())
+
+
+def moment_threshold(t: int, false_alarm: float) -> float:
+    """The ``|z|`` threshold for :func:`moment_z_scores` of ``t`` variables.
+
+    Bonferroni over the ``t`` mean and ``t(t+1)/2`` covariance scores, so that the whole
+    test fails with probability about ``false_alarm`` when the samples are right.
+    """
+    return statistical_threshold(false_alarm / (t + t * (t + 1) // 2))

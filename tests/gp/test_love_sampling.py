@@ -7,7 +7,7 @@ import torch
 
 import pnsolve as pn
 from pnsolve.gp.love_sampling import lanczos_root, predictive_covariance
-from pnsolve.testing import exact_tol, krylov_tol, moment_z_scores, statistical_threshold
+from pnsolve.testing import exact_tol, krylov_tol, moment_threshold, moment_z_scores
 
 F64 = torch.float64
 FALSE_ALARM = 1e-3  # family-wise per statistical test (Bonferroni inside)
@@ -69,7 +69,7 @@ def test_samples_have_the_root_distribution():
     S = post.sample_root()
     cov = S @ S.mT
     t = Xs.shape[0]
-    z = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
+    z = moment_threshold(t, FALSE_ALARM)
     zm, zc = moment_z_scores(F, post.mean, cov)
     assert zm <= z and zc <= z, (zm, zc, z)
     # power: a sampler that forgets the cache (prior covariance) is rejected

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import pnsolve as pn
 from pnsolve.gp.exact import SKI_DENSE_LIMIT
 from pnsolve.gp.mll_estimators import StandardEstimator
-from pnsolve.testing import exact_tol, krylov_tol, moment_z_scores, statistical_threshold
+from pnsolve.testing import exact_tol, krylov_tol, moment_threshold, moment_z_scores
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 F64 = torch.float64
@@ -142,7 +142,7 @@ def test_grid_samples_have_the_root_distribution():
     S = post.sample_root()
     cov = S @ S.mT
     t = Xs.shape[0]
-    z = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
+    z = moment_threshold(t, FALSE_ALARM)
     zm, zc = moment_z_scores(F, post.mean, cov)
     assert zm <= z and zc <= z, (zm, zc, z)
     # the root is a rank-40 Lanczos root of LOVE's test covariance (t = 6: exact)
@@ -166,7 +166,7 @@ def test_amortised_grid_samples_have_the_grid_root_distribution():
     Ws = G.grid.interpolation(Xs)
     WS = Ws @ G.sampling_root
     t = Xs.shape[0]
-    z = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
+    z = moment_threshold(t, FALSE_ALARM)
     zm, zc = moment_z_scores(F, Ws @ G.mean, WS @ WS.mT)
     assert zm <= z and zc <= z, (zm, zc, z)
     torch.testing.assert_close(Ws @ G.mean, gp.posterior(Xs).mean, rtol=0, atol=1e-10)

@@ -16,7 +16,7 @@ from torch import nn
 import pnsolve as pn
 from pnsolve.gp.mll_estimators import PathwiseEstimator, StandardEstimator
 from pnsolve.kernels.base import inv_softplus
-from pnsolve.testing import krylov_tol, moment_z_scores, statistical_threshold
+from pnsolve.testing import krylov_tol, moment_threshold, moment_z_scores, statistical_threshold
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -177,7 +177,7 @@ def test_posterior_samples_match_posterior_moments():
     cond = float(torch.linalg.cond(_cholesky(kernel, X, noise)[0]))
     torch.testing.assert_close(mean, post.mean, rtol=0.0, atol=krylov_tol(F64, cond))
     t = Xs.shape[0]
-    threshold = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
+    threshold = moment_threshold(t, FALSE_ALARM)
     zm, zc = moment_z_scores(F, mean, cov)
     assert zm <= threshold, (zm, threshold)
     assert zc <= threshold, (zc, threshold)

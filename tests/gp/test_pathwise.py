@@ -12,11 +12,10 @@ import pnsolve.gp.pathwise as pathwise
 from pnsolve.gp.mll_estimators import PathwiseEstimator
 from pnsolve.gp.pathwise import PathwiseDraws, PathwiseSamples, pathwise_update, sample_posterior
 from pnsolve.kernels import RandomFourierFeatures
-from pnsolve.testing import moment_z_scores
+from pnsolve.testing import moment_threshold, moment_z_scores
 from pnsolve.testing.tolerances import (
     exact_tol,
     iterative_tol,
-    statistical_threshold,
 )
 
 F64 = torch.float64
@@ -152,7 +151,7 @@ def test_mean_and_covariance_match_posterior(kernel, d):
         F = samples(Xs)
     mean, cov = _sampling_distribution(samples, y, noise, Xs)
     t = Xs.shape[0]
-    z = statistical_threshold(FALSE_ALARM / (t + t * (t + 1) // 2))
+    z = moment_threshold(t, FALSE_ALARM)
     zm, zc = moment_z_scores(F, mean, cov)
     assert zm <= z, (zm, z)
     assert zc <= z, (zc, z)

@@ -49,11 +49,9 @@ class ChainConfig:
         The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
         defaults to ``0.1 √n``, the seed's smaller threshold (its Fig. 3): with the
         seed's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
-        that four chains did not agree (PSRF 5–25, docs/sgld.md). With these defaults
-        the chains' sds come out 20–70 % wider than Metropolis–Hastings' (probe and
-        roulette noise); ``num_probes=16, alpha=0.01 * n ** 0.5`` removes that (sds
-        within 16 %, PSRF < 1.1 by iteration 3 300 on concrete) for about 4 × the
-        products per step.
+        that four chains did not agree (PSRF 5–25). These defaults leave the sds
+        20–70 % wider than MH's; ``num_probes=16, alpha=0.01 * n ** 0.5`` gives MH's
+        spread for ~4 × the products per step (docs/sgld.md §5.1).
     burn_in
         MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
         the seed's 10 000 of 50 000).
