@@ -55,18 +55,8 @@ prediction points = the split's test rows (all 4 573; ``--quick``: 1 000); grid
   per point). Target: ours at least as fast (ours ÷ gpytorch ≤ 1), lower error.
 
   Its grid and kernel are made equal to ours (max ``|K_gpytorch − K_ours|`` on 300
-  training rows is printed: rounding level). GPyTorch 1.15.2 needs three adjustments:
-  (a) ``create_grid`` puts the m points on ``[a − Δ, b + Δ]``, ``Δ = (b − a)/(m − 2)``
-  (spacing ``(b − a) m / ((m − 1)(m − 2))``, not Δ): it gets the bounds
-  ``(lo − h/m, hi + h/m)``, which reproduce our points ``lo − h, …, hi + h``
-  (``h = (hi − lo)/(m − 3)``), and its float32-built grid is replaced by the float64
-  one (``update_grid``); (b) ``GridKernel`` builds ``K_UU = Kron(K_{d−1}, …, K_0)`` (a
-  "legacy" reversal; ``KroneckerProductLinearOperator(A, B)`` is ``A ⊗ B`` today) while
-  its interpolation indices run with dimension 0 slowest, so each dimension's factor
-  lands on another axis; with equal grid sizes, lengthscales
-  ``ℓ'_j = ℓ_{d−1−j} h_j / h_{d−1−j}`` restore our kernel; (c) in the
-  ``GridInterpolationKernel(ScaleKernel(...))`` nesting the outputscale is applied once
-  per dimension (``s^d``), so the ``ScaleKernel`` goes outside.
+  training rows is printed: rounding level) with the three GPyTorch 1.15.2 adjustments
+  documented in ``_gpytorch_ski.py``.
 
 **Table 3c. SMAE vs rank on other low-d real projections**: the same column choice
 (fit on 500 rows, 30 Adam steps; ``--quick``: 200, 15) on protein, elevators, bike,
@@ -97,6 +87,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _gpytorch_ski as gpytorch_ski
 from _common import interleaved_medians, load_average, peak_rss_mb, print_table, ratio
 
 import pnsolve as pn
@@ -488,66 +479,6 @@ def smae_across_data(sz: Sizes) -> None:
         print(f"note: {note}")
 
 
-def gpytorch_model(
-    p: dict[str, Any], grid: Any
-) -> tuple[Any, Any, Callable[[torch.Tensor], torch.Tensor]]:
-    """GPyTorch SKI ``ExactGP`` equal to ours (grid, kernel, noise), float64, eval mode.
-
-    Returns ``(model, likelihood, K)`` with ``K(X)`` its dense SKI kernel matrix.
-    """
-    import gpytorch
-
-    X, y, kernel, noise = p["X"], p["y"], p["kernel"], p["noise"]
-    d, m = X.shape[1], GRID
-    h = grid.spacing
-    if len(set(grid.sizes)) != 1:
-        raise ValueError("the gpytorch workaround needs equal grid sizes per dimension")
-    # create_grid(bounds (a, b)) puts m points on [a − Δ, b + Δ], Δ = (b − a)/(m − 2):
-    # (lo − h/m, hi + h/m) gives our points lo − h, …, hi + h
-    gb = [(lo - h[j] / m, hi + h[j] / m) for j, (lo, hi) in enumerate(p["bounds"])]
-    ours = [grid.lower[j] + h[j] * torch.arange(m, dtype=DTYPE) for j in range(d)]
-    ls = kernel.lengthscale.detach()
-    # GridKernel builds Kron(K_{d−1}, …, K_0): factor j lands on axis d−1−j
-    ls_g = torch.tensor([float(ls[d - 1 - j]) * h[j] / h[d - 1 - j] for j in range(d)], dtype=DTYPE)
-
-    class Model(gpytorch.models.ExactGP):
-        def __init__(self, X: torch.Tensor, y: torch.Tensor, lik: Any) -> None:
-            super().__init__(X, y, lik)
-            self.mean_module = gpytorch.means.ZeroMean()
-            self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.GridInterpolationKernel(
-                    gpytorch.kernels.RBFKernel(ard_num_dims=d),
-                    grid_size=m,
-                    num_dims=d,
-                    grid_bounds=gb,
-                )
-            )
-
-        def forward(self, x: torch.Tensor) -> Any:
-            return gpytorch.distributions.MultivariateNormal(
-                self.mean_module(x), self.covar_module(x)
-            )
-
-    lik = gpytorch.likelihoods.GaussianLikelihood(
-        noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
-    ).double()
-    model = Model(X, y, lik).double()
-    ski = model.covar_module.base_kernel
-    ski.update_grid(ours)  # its create_grid ran in float32
-    ski.base_kernel.lengthscale = ls_g.to(DTYPE)
-    model.covar_module.outputscale = torch.tensor(float(kernel.outputscale.detach()), dtype=DTYPE)
-    lik.noise = torch.tensor(noise, dtype=DTYPE)
-    model.eval()
-    lik.eval()
-
-    def K(A: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # linear_operator's sparse-invariant notice
-            return model.covar_module(A).to_dense()
-
-    return model, lik, K
-
-
 def exact_gp_variances(
     base: pn.kernels.RBF, noise: float, X: torch.Tensor, y: torch.Tensor, Xe: torch.Tensor
 ) -> tuple[float, float, float, torch.Tensor]:
@@ -604,21 +535,11 @@ def real_tables(sz: Sizes) -> dict[str, Any]:
     g_first = g_kdiff = None
     g_var = g_var_exact = None
     try:
-        import gpytorch
-
-        model, _, Kg = gpytorch_model(p, grid)
+        model, Kg = gpytorch_ski.ski_model(X, y, base, noise, grid, p["bounds"])
         g_kdiff = float((Kg(X[:300]) - k(X[:300])).abs().max())
 
         def peer() -> tuple[torch.Tensor, torch.Tensor]:
-            with (
-                torch.no_grad(),
-                gpytorch.settings.fast_pred_var(),
-                gpytorch.settings.max_root_decomposition_size(RANK),
-                warnings.catch_warnings(),
-            ):
-                warnings.simplefilter("ignore")
-                out = model(Xs)
-                return out.mean, out.variance
+            return gpytorch_ski.love(model, Xs, RANK)
 
         g_first, _ = once(peer)
         fns["gpytorch"] = peer

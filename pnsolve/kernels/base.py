@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -277,12 +278,19 @@ class StationaryKernel(Kernel):
         return KernelMatrix(self, X1, X2, backend=backend, **opts)
 
     def bilinear_backward(
-        self, X: torch.Tensor, U: torch.Tensor, W: torch.Tensor, *, rows: int
+        self,
+        X: torch.Tensor,
+        U: torch.Tensor,
+        W: torch.Tensor,
+        *,
+        rows: int,
+        row_range: tuple[int, int] | None = None,
+        reduce: Callable[[list[torch.Tensor]], None] | None = None,
     ) -> None:
         """Add ``∇ Σ_c U[:, c]ᵀ k(X, X) W[:, c]`` to the ``.grad`` of the leaves.
 
         One differentiable row block ``k(X_R, X)`` at a time (built with autograd,
-        contracted with ``W``, back-propagated and freed): memory ``O(rows · n)``, never
+        contracted with ``W``, differentiated and freed): memory ``O(rows · n)``, never
         an ``n × n`` graph. ``X`` receives a gradient too if it requires one.
 
         Parameters
@@ -293,17 +301,37 @@ class StationaryKernel(Kernel):
             Detached blocks of shape ``(n, k)``.
         rows
             Rows per differentiable block (≥ 1).
+        row_range
+            Only the rows ``[start, stop)`` of the sum (default: all ``n``).
+        reduce
+            Called with the gradients (the kernel's parameters that require one, in
+            ``parameters()`` order, then ``X`` if it requires one) before they are
+            accumulated; it may change them in place (the ``"distributed"`` backend
+            sums the ranks' row ranges with it).
         """
         n = X.shape[0]
+        start, stop = (0, n) if row_range is None else row_range
         U, W = U.detach(), W.detach()
+        inputs: list[torch.Tensor] = [p for p in self.parameters() if p.requires_grad]
+        if X.requires_grad:
+            inputs.append(X)
+        if not inputs:
+            return
+        grads = [torch.zeros_like(t) for t in inputs]
         with torch.enable_grad():
-            for r0 in range(0, n, rows):
-                r1 = min(n, r0 + rows)
+            for r0 in range(start, stop, rows):
+                r1 = min(stop, r0 + rows)
                 # self_index marks the diagonal entries as exact zero distances (their
                 # gradient is then exactly zero, as in the dense kernel matrix)
                 index = torch.arange(r0, r1, device=X.device)
                 K_block = self._dense(X[r0:r1], X, self_index=index)
-                (torch.mm(K_block, W) * U[r0:r1]).sum().backward()
+                part = (torch.mm(K_block, W) * U[r0:r1]).sum()
+                for acc, g in zip(grads, torch.autograd.grad(part, inputs, allow_unused=True)):
+                    if g is not None:
+                        acc += g
+        if reduce is not None:
+            reduce(grads)
+        torch.autograd.backward(inputs, grads)  # leaves accumulate; a non-leaf X passes it on
 
     def extra_repr(self) -> str:
         """Hyperparameter values for the module's repr."""

@@ -5,14 +5,20 @@ from __future__ import annotations
 import torch
 
 from ..linops.base import LinearOperator
-from .backends import ChunkedBackend, DenseBackend, KeOpsBackend, choose_backend
+from .backends import (
+    ChunkedBackend,
+    DenseBackend,
+    DistributedBackend,
+    KeOpsBackend,
+    choose_backend,
+)
 from .backends.tiling import DEFAULT_MAX_MEMORY
 from .base import StationaryKernel
 
 __all__ = ["BACKENDS", "KernelMatrix"]
 
 #: The ``backend`` names a :class:`KernelMatrix` accepts.
-BACKENDS = ("auto", "dense", "chunked", "keops")
+BACKENDS = ("auto", "dense", "chunked", "keops", "distributed")
 
 
 class KernelMatrix(LinearOperator):
@@ -39,9 +45,14 @@ class KernelMatrix(LinearOperator):
         * else ``"chunked"``.
 
         The choice is logged (INFO, logger ``pnsolve.linops``) and stored in
-        :attr:`backend`.
+        :attr:`backend`. ``"auto"`` never picks ``"distributed"``: inside an initialised
+        ``torch.distributed`` default process group, ``"distributed"`` partitions the
+        rows of every product over the ranks (each rank's block with the rule above; see
+        :doc:`/scaling`); inputs, right-hand sides and results are the same tensors on
+        every rank.
     max_memory
-        ``"chunked"`` only: cap in bytes on the tile buffers (default 256 MiB).
+        ``"chunked"`` (also a distributed rank's chunked block): cap in bytes on the tile
+        buffers (default 256 MiB).
     tile
         ``"chunked"`` only: requested tile ``(rows, cols)`` (default ``(512, 1024)``),
         shrunk to respect ``max_memory``.
@@ -54,6 +65,8 @@ class KernelMatrix(LinearOperator):
         For a bad shape, NaN/Inf inputs, an unknown ``backend`` or a bad ``max_memory``/``tile``.
     ImportError
         For ``backend="keops"`` without pykeops.
+    RuntimeError
+        For ``backend="distributed"`` without an initialised default process group.
 
     Notes
     -----
@@ -102,14 +115,17 @@ class KernelMatrix(LinearOperator):
         self.X2 = X2
         if backend == "auto":
             backend = choose_backend(X1.shape[0], n2, X1.dtype, X1.device)
-        #: The backend in use: ``"dense"``, ``"chunked"`` or ``"keops"``.
+        #: The backend in use: ``"dense"``, ``"chunked"``, ``"keops"`` or ``"distributed"``.
         self.backend: str = backend
+        self._impl: DenseBackend | ChunkedBackend | KeOpsBackend | DistributedBackend
         if backend == "dense":
-            self._impl: DenseBackend | ChunkedBackend | KeOpsBackend = DenseBackend(kernel, X1, X2)
+            self._impl = DenseBackend(kernel, X1, X2)
         elif backend == "chunked":
             self._impl = ChunkedBackend(kernel, X1, X2, max_memory=max_memory, tile=tile)
-        else:
+        elif backend == "keops":
             self._impl = KeOpsBackend(kernel, X1, X2)
+        else:
+            self._impl = DistributedBackend(kernel, X1, X2, max_memory=max_memory, tile=tile)
 
     def __repr__(self) -> str:
         return (

@@ -14,87 +14,17 @@ from pathlib import Path
 import torch
 
 from ..._core.validation import check_positive_int, require_generator
-from ...kernels.kernel_matrix import BACKENDS as KERNEL_BACKENDS
+from ...kernels.backends.distributed import is_lead
 from ...kernels.rbf import RBF
+from .chain_config import SAMPLERS, ChainConfig
 from .checkpoints import chain_path, load_chain, run_fingerprint, save_chain
-from .gradient import GRADIENTS, LogMarginalGradient
+from .gradient import LogMarginalGradient
 from .hyperparameters import LogHyperparameters
 from .map_estimate import LaplaceFit, laplace_preconditioner, log_posterior
 from .mh import MetropolisHastings
 from .sgld import SGLD, SGLDState
 
 __all__ = ["SAMPLERS", "ChainConfig", "HyperSamples", "sample_hyperparameters"]
-
-#: The samplers: SGLD with stochastic gradients, or the exact-likelihood MH reference.
-SAMPLERS = ("sgld", "mh")
-
-
-@dataclass(frozen=True)
-class ChainConfig:
-    """Settings shared by every chain (defaults: seed 000, §5.1).
-
-    Attributes
-    ----------
-    sampler
-        ``"sgld"`` or ``"mh"``.
-    gradient
-        SGLD's gradient: ``"ulisse"``, ``"cg"`` or ``"exact"``.
-    iterations
-        Steps per chain.
-    step_start, step_end
-        SGLD's schedule ``ε_t = a (b + t)⁻¹`` (1e-1 → 1e-4).
-    freeze_threshold, variance_batch
-        Eq. 7 freezing (0.002, batches of 100 gradients).
-    num_probes, redraw_every, alpha, beta
-        The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
-        defaults to ``0.1 √n``, the seed's smaller threshold (its Fig. 3): with the
-        seed's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
-        that four chains did not agree (PSRF 5–25). These defaults leave the sds
-        20–70 % wider than MH's; ``num_probes=16, alpha=0.01 * n ** 0.5`` gives MH's
-        spread for ~4 × the products per step (docs/sgld.md §5.1).
-    burn_in
-        MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
-        the seed's 10 000 of 50 000).
-    subset
-        Points of the MAP/Laplace fit that sets ``M`` and the starting points (500).
-    checkpoint_every
-        Iterations between checkpoints (when a checkpoint path is given).
-    backend
-        ``KernelMatrix`` backend of SGLD's products (``"auto"``: dense up to 32 MiB, else
-        matrix-free; ``"chunked"`` or ``"keops"`` force matrix-free products).
-    """
-
-    sampler: str = "sgld"
-    gradient: str = "ulisse"
-    iterations: int = 40_000
-    step_start: float = 1e-1
-    step_end: float = 1e-4
-    freeze_threshold: float = 0.002
-    variance_batch: int = 100
-    num_probes: int = 4
-    redraw_every: int = 20
-    alpha: float | None = None
-    beta: float = 1.0
-    burn_in: int | None = None
-    subset: int = 500
-    checkpoint_every: int = 1000
-    backend: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
-        if self.gradient not in GRADIENTS:
-            raise ValueError(f"gradient must be one of {GRADIENTS}, got {self.gradient!r}")
-        check_positive_int(self.iterations, "iterations")
-        if self.backend not in KERNEL_BACKENDS:
-            raise ValueError(f"backend must be one of {KERNEL_BACKENDS}, got {self.backend!r}")
-        if self.burn_in is not None and not 0 <= self.burn_in < self.iterations:
-            raise ValueError(f"burn_in must be in [0, iterations), got {self.burn_in}")
-
-    @property
-    def mh_burn_in(self) -> int:
-        """MH's burn-in (and adaptive phase)."""
-        return self.iterations // 5 if self.burn_in is None else self.burn_in
 
 
 @dataclass
@@ -236,6 +166,10 @@ def sample_hyperparameters(
         if processes is None
         else check_positive_int(processes, "processes")
     )
+    if config.backend == "distributed":  # the ranks run the chains in turn, products split
+        if processes not in (None, 1):
+            raise ValueError(f'processes must be 1 with backend="distributed", got {processes}')
+        workers = 1
     results = _run_jobs(jobs, workers, progress)
     return _collect(results, params, config, fit, stop)
 
@@ -354,7 +288,7 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
                 report(job.stop - done)
             return _ChainResult(state.samples, None, seconds, 0, math.nan, error=str(exc))
         seconds += time.perf_counter() - t0
-        if job.checkpoint is not None:
+        if job.checkpoint is not None and is_lead(cfg.backend):  # distributed: rank 0
             save_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient, seconds)
         if report is not None:
             report(state.t - done)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from ...kernels.backends.distributed import all_reduce_, partition, require_process_group
+from ...kernels.base import StationaryKernel
 from ...kernels.kernel import Kernel
 from ._checks import Problem
 
@@ -45,6 +47,7 @@ def accumulate_surrogate_gradient(
     W: torch.Tensor,
     *,
     chunk_rows: int | None = None,
+    distributed: bool = False,
 ) -> None:
     """Add ``∇ Σ_c U[:, c]ᵀ (K(X, X) + noise · I) W[:, c]`` to the ``.grad`` of the leaves.
 
@@ -63,18 +66,38 @@ def accumulate_surrogate_gradient(
         Detached blocks of shape ``(n, k)``.
     chunk_rows
         Rows per differentiable block (default: :func:`chunk_rows_for`).
+    distributed
+        Each rank of torch.distributed's default group differentiates its share of the
+        rows (as the ``"distributed"`` kernel backend partitions them) and one
+        ``all_reduce`` sums the gradients: every rank gets the full gradient (stationary
+        kernels).
     """
     U, W = U.detach(), W.detach()
     wants_kernel = X.requires_grad or any(p.requires_grad for p in kernel.parameters())
-    if wants_kernel:
-        kernel.bilinear_backward(X, U, W, rows=chunk_rows_for(X.shape[0], chunk_rows))
+    rows = chunk_rows_for(X.shape[0], chunk_rows)
+    if wants_kernel and distributed:
+        if not isinstance(kernel, StationaryKernel):
+            raise TypeError(
+                "distributed gradients need a stationary kernel (RBF, Matern), got "
+                f"{type(kernel).__name__}"
+            )
+        rank, world = require_process_group()
+        span = partition(X.shape[0], world)[rank]
+        kernel.bilinear_backward(X, U, W, rows=rows, row_range=span, reduce=all_reduce_)
+    elif wants_kernel:
+        kernel.bilinear_backward(X, U, W, rows=rows)
     if isinstance(noise, torch.Tensor) and noise.requires_grad:
         coefficient = (U * W).sum().to(device=noise.device, dtype=noise.dtype)
         torch.autograd.backward(noise, coefficient, retain_graph=True)
 
 
 def accumulate_probe_gradient(
-    problem: Problem, V: torch.Tensor, W: torch.Tensor, *, chunk_rows: int | None
+    problem: Problem,
+    V: torch.Tensor,
+    W: torch.Tensor,
+    *,
+    chunk_rows: int | None,
+    distributed: bool = False,
 ) -> None:
     """Add the stochastic estimators' ``∇ [−½ v_yᵀ K̂ v_y + ½ (1/s) Σ_j v_jᵀ K̂ w_j]``.
 
@@ -85,4 +108,6 @@ def accumulate_probe_gradient(
     s = V.shape[1] - 1
     U = torch.cat([-0.5 * V[:, :1], (0.5 / s) * V[:, 1:]], dim=1)
     kernel, X, noise, _ = problem
-    accumulate_surrogate_gradient(kernel, X, noise, U, W, chunk_rows=chunk_rows)
+    accumulate_surrogate_gradient(
+        kernel, X, noise, U, W, chunk_rows=chunk_rows, distributed=distributed
+    )

@@ -49,7 +49,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         Number ``s ≥ 1`` of probes (= posterior samples).
     num_features
         Number ``m ≥ 1`` of random Fourier features (phase form, one frequency each).
-    generator, chunk_rows
+    generator, chunk_rows, distributed
         As in :class:`StandardEstimator` (``generator`` is keyword-only and required).
 
     Raises
@@ -81,11 +81,15 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         *,
         generator: torch.Generator,
         chunk_rows: int | None = None,
+        distributed: bool = False,
     ) -> None:
         self.num_probes = check_positive_int(num_probes, "num_probes")
         self.num_features = check_positive_int(num_features, "num_features")
         self._generator = require_generator(generator)
         self.chunk_rows = check_chunk_rows(chunk_rows)
+        if not isinstance(distributed, bool):
+            raise TypeError(f"distributed must be a bool, got {type(distributed).__name__}")
+        self.distributed = distributed
         self._draws: PathwiseDraws | None = None
 
     # ------------------------------------------------------------------ frozen draws
@@ -193,7 +197,9 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         assert solutions is not None  # needs_solves
         if self._draws is not None:
             self._check_like(self._draws, problem.X)
-        accumulate_probe_gradient(problem, solutions, solutions, chunk_rows=self.chunk_rows)
+        accumulate_probe_gradient(
+            problem, solutions, solutions, chunk_rows=self.chunk_rows, distributed=self.distributed
+        )
 
     def posterior_samples(
         self,

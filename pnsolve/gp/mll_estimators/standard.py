@@ -43,6 +43,12 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
     chunk_rows
         Rows of each differentiable kernel block in :meth:`backward` (default:
         ``2²¹ // n``).
+    distributed
+        Inside an initialised torch.distributed default group (every rank calling with
+        the same data and draws): each rank differentiates its share of the kernel rows
+        in :meth:`backward` and one ``all_reduce`` sums them, so every rank gets the
+        full gradient for ``1/P`` of the work (stationary kernels; see
+        :doc:`/scaling`).
 
     Raises
     ------
@@ -74,6 +80,7 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         *,
         generator: torch.Generator,
         chunk_rows: int | None = None,
+        distributed: bool = False,
     ) -> None:
         self.num_probes = check_positive_int(num_probes, "num_probes")
         if distribution not in _DISTRIBUTIONS:
@@ -81,6 +88,9 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         self.distribution = distribution
         self._generator = require_generator(generator)
         self.chunk_rows = check_chunk_rows(chunk_rows)
+        if not isinstance(distributed, bool):
+            raise TypeError(f"distributed must be a bool, got {type(distributed).__name__}")
+        self.distributed = distributed
         self._probes: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ frozen draws
@@ -136,7 +146,9 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
             raise RuntimeError("no probes drawn yet: call targets() before backward()")
         check_frozen_like(self._probes, problem.X, "probes")
         W = torch.cat([solutions[:, :1], self._probes], dim=1)
-        accumulate_probe_gradient(problem, solutions, W, chunk_rows=self.chunk_rows)
+        accumulate_probe_gradient(
+            problem, solutions, W, chunk_rows=self.chunk_rows, distributed=self.distributed
+        )
 
     def __repr__(self) -> str:
         return (

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from ...kernels.kernel_matrix import BACKENDS
+
 __all__ = ["ESTIMATORS", "SOLVERS", "TrainingConfig"]
 
 SOLVERS = ("cholesky", "cg", "ap", "sgd")
@@ -84,6 +86,13 @@ class TrainingConfig:
         solve succeeded (measured: CG, standard estimator, cold, 10 epochs per step on
         1000 rows of pol: 50 of 100 steps skipped). ``None`` applies every update (the
         loop of Lin et al.).
+    backend
+        Kernel-matrix backend of the solver's products (``"auto"``, ``"dense"``,
+        ``"chunked"``, ``"keops"``) or ``"distributed"``: inside an initialised
+        torch.distributed default group (e.g. under ``torchrun``), every product and the
+        gradient's kernel rows are partitioned over the ranks, each rank runs the same
+        loop on the same data and generator seed and takes identical steps (see
+        :doc:`/scaling`). Minibatch accesses of ``"ap"``/``"sgd"`` stay local.
     """
 
     solver: str = "cg"
@@ -108,6 +117,7 @@ class TrainingConfig:
     init_steps: int = 100
     min_noise: float = 1e-6
     max_step_residual: float | None = 1.0
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
@@ -154,6 +164,8 @@ class TrainingConfig:
                 "solver='sgd' to tolerance with the conservative default learning rate can "
                 "take thousands of epochs per step: give epochs_budget or a tuned sgd_lr"
             )
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.init not in ("constant", "heuristic"):
             raise ValueError(f"init must be 'constant' or 'heuristic', got {self.init!r}")
 

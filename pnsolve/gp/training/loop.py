@@ -10,6 +10,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..._core.statefile import tensor_digest
+from ...kernels.backends.distributed import is_lead
 from .._checks import check_inputs, check_targets
 from .checkpoint import (
     TrainingCheckpoint,
@@ -81,7 +82,9 @@ def train_hyperparameters(
         Its state on entry is part of the run's identity: resume with a generator
         seeded like the interrupted run's.
     checkpoint
-        File written (with a SHA-256 checksum, atomically) after every step. If it
+        File written (with a SHA-256 checksum, atomically) after every step (with
+        ``config.backend="distributed"`` by rank 0 only; every rank resumes from it, so
+        it must be on a file system they all see). If it
         exists, the run *resumes* from it: the parameters, Adam state, probe draws,
         warm-start solutions, generator state and log are restored, so an interrupted
         run continues on the identical trajectory. A checkpoint of another run is
@@ -90,7 +93,7 @@ def train_hyperparameters(
         corrupt or truncated file is refused, naming the file.
     progress
         Show a tqdm progress bar with the residual norms, the solver epochs and the
-        set-up epochs of the last step.
+        set-up epochs of the last step (distributed: on rank 0).
     callback
         Called with each step's :class:`StepRecord` after the checkpoint is written.
     on_resume
@@ -125,11 +128,12 @@ def train_hyperparameters(
     if saved is not None and on_resume is not None:
         on_resume(len(saved.log))
     run = TrainingRun.begin(X, y, config, generator, saved)
+    lead = is_lead(config.backend)  # with backend="distributed" only rank 0 shows and writes
     bar = tqdm(
         range(len(run.log), config.steps),
         total=config.steps,
         initial=len(run.log),
-        disable=not progress,
+        disable=not (progress and lead),
         desc=f"fit {config.solver}/{config.estimator}{' warm' if config.warm_start else ''}",
     )
     try:
@@ -143,7 +147,7 @@ def train_hyperparameters(
                     "setup_epochs": f"{record.setup_epochs:.1f}",
                 }
             )
-            if path is not None:
+            if path is not None and lead:
                 save_checkpoint(path, run.checkpoint(identity))
             if callback is not None:
                 callback(record)

@@ -65,11 +65,14 @@ def _stochastic(estimator: GradientEstimator) -> StandardEstimator | PathwiseEst
 
 def make_estimator(config: TrainingConfig, generator: torch.Generator) -> GradientEstimator:
     """The gradient estimator a configuration names, drawing from ``generator``."""
+    distributed = config.backend == "distributed"
     if config.estimator == "exact":
         return ExactEstimator()
     if config.estimator == "standard":
-        return StandardEstimator(config.num_probes, generator=generator)
-    return PathwiseEstimator(config.num_probes, config.num_features, generator=generator)
+        return StandardEstimator(config.num_probes, generator=generator, distributed=distributed)
+    return PathwiseEstimator(
+        config.num_probes, config.num_features, generator=generator, distributed=distributed
+    )
 
 
 class _Model(nn.Module):
@@ -205,7 +208,7 @@ class TrainingRun:
             self.solutions = _cholesky_solve(kernel, self.X, float(noise), B)
             return StepSolve()
         x0 = self.solutions if config.warm_start else None
-        system = KernelSystem(kernel, self.X, noise)
+        system = KernelSystem(kernel, self.X, noise, backend=self.config.backend)
         self.solutions, info = self.solver.solve(
             system, B, x0, max_epochs=config.epochs_budget, generator=self.generator
         )

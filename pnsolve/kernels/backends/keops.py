@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ..base import StationaryKernel
+from .vjp import recompute_vjp
 
 __all__ = ["KeOpsBackend", "import_lazy_tensor", "keops_available"]
 
@@ -94,3 +95,12 @@ class KeOpsBackend:
     def rmatmat(self, V: torch.Tensor) -> torch.Tensor:
         """``K(X2, X1) @ V`` for ``V`` of shape ``(n1, k)``."""
         return self._reduce(self.X1 if self.X2 is None else self.X2, self.X1, V)
+
+    def vjp(
+        self, V: torch.Tensor, G: torch.Tensor, *, need_X1: bool, need_X2: bool
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, list[torch.Tensor]]:
+        """Gradients of ``Σ G ⊙ (K V)`` (see :func:`~.vjp.recompute_vjp`)."""
+        return recompute_vjp(
+            lambda a, b, v: self._reduce(a, a if b is None else b, v), self.kernel, self.X1,
+            self.X2, V, G, need_X1=need_X1, need_X2=need_X2,
+        )  # fmt: skip

@@ -74,6 +74,7 @@ def tiled_matmat(
     tile: tuple[int, int],
     *,
     stats: dict[str, int] | None = None,
+    self_offset: int | None = None,
 ) -> torch.Tensor:
     """``K(X1, X2) @ V`` by tiles, without autograd.
 
@@ -92,13 +93,17 @@ def tiled_matmat(
     stats
         Optional dict; receives ``"buffer_elements"`` (largest buffer allocated) and
         ``"tiles"`` (tiles computed), for tests and benchmarks.
+    self_offset
+        With ``X2`` given: row ``i`` of ``X1`` is the same point as row ``i + self_offset``
+        of ``X2`` (a row block of a symmetric matrix; negative for a column block), and
+        those distances are set to exact zeros. ``X2 = None`` means offset 0.
 
     Returns
     -------
     torch.Tensor
         Shape ``(n1, k)``.
     """
-    sym = X2 is None
+    offset = 0 if X2 is None else self_offset
     A, B = _augmented(kernel, X1, X2)
     n1, n2 = A.shape[0], B.shape[0]
     tr, tc = tile
@@ -121,8 +126,8 @@ def tiled_matmat(
                 s.clamp_min_(0.0)
             # (for exp-based profiles, s = −r²/2 may exceed 0 by rounding, |s| ≲ eps·‖z‖²,
             # the same relative error r² itself carries; skipping the clamp saves a pass)
-            if sym and r0 < c1 and c0 < r1:  # the tile meets the diagonal
-                s.diagonal(r0 - c0).zero_()  # entries (i, i + r0 − c0)
+            if offset is not None and r0 + offset < c1 and c0 < r1 + offset:
+                s.diagonal(r0 + offset - c0).zero_()  # self entries (i, i + r0 + offset − c0)
             kernel.profile_(s, None if work is None else work[:m].view(r1 - r0, c1 - c0))
             acc.addmm_(s, V[c0:c1])
             count += 1
@@ -138,7 +143,11 @@ DENSE_ROW_CHUNK = 256
 
 @torch.no_grad()
 def dense_block(
-    kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None
+    kernel: StationaryKernel,
+    X1: torch.Tensor,
+    X2: torch.Tensor | None,
+    *,
+    self_offset: int | None = None,
 ) -> torch.Tensor:
     """Dense ``K(X1, X2)`` without autograd: one output buffer, evaluated in place.
 
@@ -156,6 +165,9 @@ def dense_block(
         Shape ``(n1, d)``.
     X2
         Shape ``(n2, d)``, or ``None`` for ``X2 = X1``.
+    self_offset
+        With ``X2`` given: row ``i`` of ``X1`` is row ``i + self_offset`` of ``X2``; those
+        distances are exact zeros (as in :func:`tiled_matmat`).
 
     Returns
     -------
@@ -180,6 +192,8 @@ def dense_block(
             s.clamp_min_(0.0)
         if sym:
             s.diagonal().zero_()
+        elif self_offset is not None:
+            s.diagonal(r0 + self_offset).zero_()
         shape = (r1 - r0, n2 - c0)
         kernel.profile_(s, None if work is None else work[: shape[0] * shape[1]].view(shape))
         if sym:

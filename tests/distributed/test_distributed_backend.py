@@ -1,0 +1,203 @@
+"""backend="distributed": 2 gloo processes on CPU equal one process (float64, 1e-10 relative).
+
+Each check runs in ranks spawned by :func:`pnsolve.testing.ranks.run_ranks`; every rank
+computes the single-process reference itself (backend ``"chunked"`` or ``"dense"``), so
+only small summaries travel back. The ranks must also agree with each other bit for
+bit: they take identical steps on identical gathered products.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pnsolve as pn
+from pnsolve.testing import exact_tol
+from pnsolve.testing.ranks import RankFailure, run_ranks
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+F64 = torch.float64
+#: The issue's bar for equality with a single process (float64).
+REL = 1e-10
+
+
+def _data(n: int, d: int = 3, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, dtype=F64, generator=g)
+    y = torch.sin(4 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * torch.randn(n, dtype=F64, generator=g)
+    return X, y
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+
+
+def _summary(out: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The results stacked in one vector (compared bit for bit across ranks)."""
+    return torch.cat([t.detach().reshape(-1) for _, t in sorted(out.items())])
+
+
+def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
+    """Products and gradients of KernelMatrix, distributed vs one process."""
+    X, _ = _data(301)  # 301 rows: uneven blocks
+    Y, _ = _data(57, seed=1)
+    g = torch.Generator().manual_seed(2)
+    V = torch.randn(301, 3, dtype=F64, generator=g)
+    W = torch.randn(57, 3, dtype=F64, generator=g)
+    errors: dict[str, float] = {}
+    outs: dict[str, torch.Tensor] = {}
+    kernels = {
+        "rbf-ard": lambda: pn.kernels.RBF(lengthscale=torch.tensor([0.3, 0.5, 0.8])),
+        "matern32": lambda: pn.kernels.Matern(nu=1.5, lengthscale=0.4, outputscale=1.3),
+    }
+    for kname, make in kernels.items():
+        for local in ("dense", "chunked"):
+            results = {}
+            for mode in ("single", "distributed"):
+                k = make()
+                Xg, Yg, Vg = (t.clone().requires_grad_(True) for t in (X, Y, V))
+
+                def op(A: torch.Tensor, B: torch.Tensor | None, mode: str = mode) -> object:
+                    if mode == "single":
+                        return k.linop(A, B, backend=local)
+                    K = k.linop(A, B, backend="distributed")
+                    K._impl = pn.kernels.backends.DistributedBackend(k, A, B, local=local)
+                    return K
+
+                K, C = op(Xg, None), op(Xg, Yg)
+                loss = ((K @ Vg) * V).sum() + ((C @ W) * V).sum() + ((C.T @ Vg) * W).sum()
+                grads = torch.autograd.grad(loss, [Xg, Yg, Vg, *k.parameters()])
+                with torch.no_grad():
+                    res = {"K@V": K @ V, "C@W": C @ W, "C.T@V": C.T @ V}
+                res.update({f"grad{i}": gr for i, gr in enumerate(grads)})
+                results[mode] = res
+            for key, ref in results["single"].items():
+                errors[f"{kname}/{local}/{key}"] = _rel(results["distributed"][key], ref)
+                outs[f"{kname}/{local}/{key}"] = results["distributed"][key]
+    return errors, _summary(outs)
+
+
+def _algorithms(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
+    """cg, the PLS, IterGP (+ LOVE), IterNCGP and one training step: distributed vs not."""
+    X, y = _data(240)
+    Xs, _ = _data(30, seed=5)
+    noise = 0.05
+    errors: dict[str, float] = {}
+    outs: dict[str, torch.Tensor] = {}
+    res: dict[str, dict[str, torch.Tensor]] = {}
+    for mode in ("chunked", "distributed"):
+        r: dict[str, torch.Tensor] = {}
+        k = pn.kernels.Matern(nu=1.5, lengthscale=0.3)
+        A = k.linop(X, backend=mode).add_diagonal(noise)
+        r["cg"], _ = pn.cg(A, y, rtol=1e-12)
+        solver = pn.ProbabilisticLinearSolver(
+            policy=pn.policies.CG(), stopping=pn.stopping.MaxIterations(15)
+        )
+        belief, _ = solver.solve(A, y)
+        r["pls.mean"] = belief.mean
+        r["pls.inverse_approx@y"] = belief.inverse_approx @ y
+        gp = pn.gp.IterGP(
+            k, noise, pn.policies.CG(), pn.stopping.MaxIterations(40), backend=mode
+        ).fit(X, y)
+        post = gp.posterior(Xs)
+        r["itergp.mean"], r["itergp.var"] = post.mean, post.var
+        love = gp.posterior(Xs, method="love", rank=20)
+        r["love.mean"], r["love.var"] = love.mean, love.var
+        labels = (y > y.median()).to(F64)
+        nc = pn.gp.IterNCGP(
+            pn.kernels.RBF(lengthscale=0.4),
+            likelihood=pn.likelihoods.Bernoulli(),
+            policy=pn.policies.CG(),
+            stopping=pn.stopping.MaxIterations(30),
+            max_newton_steps=5,
+            backend=mode,
+        ).fit(X, labels)
+        r["iterncgp.proba"] = nc.predict_proba(Xs)
+        config = pn.gp.TrainingConfig(
+            solver="cg", estimator="standard", steps=2, num_probes=4, tol=1e-10, backend=mode
+        )
+        fit = pn.gp.train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(3))
+        r["train.lengthscale"] = fit.kernel.lengthscale.detach()
+        r["train.outputscale"] = fit.kernel.outputscale.detach().reshape(1)
+        r["train.noise"] = torch.tensor([fit.noise], dtype=F64)
+        res[mode] = r
+    for key, ref in res["chunked"].items():
+        errors[key] = _rel(res["distributed"][key], ref)
+        outs[key] = res["distributed"][key]
+    return errors, _summary(outs)
+
+
+def _disagree(rank: int, world: int) -> str:
+    X, _ = _data(50, seed=rank)  # a different X on each rank
+    try:
+        pn.kernels.RBF(lengthscale=0.5).linop(X, backend="distributed")
+    except ValueError as e:
+        return str(e)
+    return "no error"
+
+
+def _one_rank_fails(rank: int, world: int) -> None:
+    X, _ = _data(50)
+    K = pn.kernels.RBF(lengthscale=0.5).linop(X, backend="distributed")
+    if rank == 1:
+        raise RuntimeError("rank 1 fails before its product")
+    K @ torch.ones(50, dtype=F64)  # rank 0 waits in all_gather for a rank that is gone
+
+
+@pytest.mark.slow
+def test_kernel_products_and_gradients_equal_one_process() -> None:
+    results = run_ranks(_products, 2, timeout=60)
+    (errors, summary0), (_, summary1) = results
+    bad = {key: err for key, err in errors.items() if not err <= REL}
+    assert not bad, bad
+    assert torch.equal(summary0, summary1)  # the ranks agree bit for bit
+
+
+@pytest.mark.slow
+def test_algorithms_equal_one_process() -> None:
+    results = run_ranks(_algorithms, 2, timeout=120)
+    (errors, summary0), (_, summary1) = results
+    assert set(errors) >= {"cg", "pls.mean", "itergp.var", "love.var", "iterncgp.proba",
+                           "train.lengthscale"}  # fmt: skip
+    bad = {key: err for key, err in errors.items() if not err <= REL}
+    assert not bad, bad
+    assert torch.equal(summary0, summary1)
+
+
+def test_ranks_with_different_inputs_are_refused_by_name() -> None:
+    messages = run_ranks(_disagree, 2, timeout=30)
+    for message in messages:
+        assert "ranks [1] hold another X1 than rank 0" in message
+
+
+def test_a_failing_rank_ends_the_run_with_a_clear_error() -> None:
+    with pytest.raises(RankFailure) as info:
+        run_ranks(_one_rank_fails, 2, timeout=20, deadline=120)
+    failures = info.value.failures
+    assert "rank 1 fails before its product" in failures[1]
+    assert 'backend="distributed": all_gather of a kernel product failed on rank 0' in failures[0]
+
+
+def test_without_a_process_group_the_error_says_how_to_start_one() -> None:
+    X, _ = _data(10)
+    with pytest.raises(RuntimeError, match="initialised default process group"):
+        pn.kernels.RBF(lengthscale=0.5).linop(X, backend="distributed")
+    with pytest.raises(RuntimeError, match="initialised default process group"):
+        pn.gp.train_hyperparameters(
+            X, X[:, 0], pn.gp.TrainingConfig(steps=1, backend="distributed"),
+            generator=torch.Generator().manual_seed(0),
+        )  # fmt: skip
+
+
+def test_partition_is_balanced_and_contiguous() -> None:
+    from pnsolve.kernels.backends.distributed import partition
+
+    for n in (0, 1, 7, 300, 301):
+        for world in (1, 2, 3, 8):
+            parts = partition(n, world)
+            assert parts[0][0] == 0 and parts[-1][1] == n
+            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+            sizes = [b - a for a, b in parts]
+            assert max(sizes) - min(sizes) <= 1
+    assert exact_tol(F64) < REL  # the bar is far above rounding
