@@ -9,7 +9,8 @@ Layers, lowest first; a module may import from its own layer and the layers belo
 Every import counts, also those inside functions and under ``TYPE_CHECKING``: a lazy
 import is still a dependency. Private modules and names (a leading underscore) are not
 imported across packages, except from ``_core``, the shared private base. The package's
-``__init__`` (the public namespace) may import from anywhere.
+``__init__`` (the public namespace) and ``__main__`` (``python -m pnsolve``: the command
+line) may import from anywhere.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ LAYERS: dict[str, int] = {
 
 
 def _modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py")
+    top = {PACKAGE / "__init__.py", PACKAGE / "__main__.py"}
+    return sorted(p for p in PACKAGE.rglob("*.py") if p not in top)
 
 
 def _package_of(path: Path) -> str:
@@ -107,7 +109,7 @@ def _violations() -> tuple[list[str], list[str]]:
 
 def test_every_package_has_a_layer():
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    loose = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    loose = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert not loose, f"modules outside a package: {sorted(loose)}"
     assert packages == set(LAYERS), packages ^ set(LAYERS)
 

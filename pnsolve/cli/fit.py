@@ -61,7 +61,7 @@ def _add_data_arguments(fit: argparse.ArgumentParser) -> None:
 def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
     """Solver, estimator, Adam and the solvers' own settings (the TrainingConfig fields)."""
     from ..gp.training import ESTIMATORS, SOLVERS
-    from .main import nonnegative_int, positive_float, positive_int
+    from .main import add_backend_arguments, nonnegative_int, positive_float, positive_int
 
     fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver")
     fit.add_argument(
@@ -104,6 +104,7 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
     fit.add_argument(
         "--seed", type=nonnegative_int, default=0, help="seed of the run's torch.Generator"
     )
+    add_backend_arguments(fit)
 
 
 def _add_output_arguments(fit: argparse.ArgumentParser) -> None:
@@ -231,9 +232,10 @@ def _run(args: argparse.Namespace, config) -> int:
         raise ArithmeticError("non-finite test metrics")
     print(f"test RMSE: {test_rmse:.4f}")
     print(f"test log-likelihood: {test_llh:.4f}")
-    if args.log is not None:
+    lead = getattr(args, "lead", True)  # distributed: rank 0 writes
+    if args.log is not None and lead:
         print(f"wrote {_write_log(result.log, args.log)}")
-    if args.plot is not None:
+    if args.plot is not None and lead:
         from ..plotting import plot_training
 
         out = plot_training(

@@ -169,6 +169,25 @@ def _is_linalg_error(exc: RuntimeError) -> bool:
     return isinstance(exc, torch.linalg.LinAlgError)
 
 
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` (kernel products) and ``--timeout`` (collectives), for fit and sample."""
+    from ..kernels.kernel_matrix import BACKENDS
+
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="kernel-matrix backend; distributed: run under torchrun --nproc_per_node=P, "
+        "rows of every product split over the ranks, rank 0 prints and writes",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=600.0,
+        help="seconds a rank waits in a collective before failing (--backend distributed)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pnsolve`` command; returns the exit status."""
     parser = _build_parser()
@@ -182,14 +201,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             forward_arguments(run_demo, args)
             return 0
-        if args.command == "fit":
+        if args.command in ("fit", "sample"):
             from .fit import run_fit
-
-            return run_fit(args)
-        if args.command == "sample":
+            from .launch import distributed_session
             from .sample import run_sample
 
-            return run_sample(args)
+            with distributed_session(args.backend, args.timeout) as lead:
+                args.lead = lead  # only the lead process writes files
+                return (run_fit if args.command == "fit" else run_sample)(args)
         if args.command == "bench":
             script = Path(__file__).resolve().parent.parent / "benchmarks" / "run_all.py"
             if not script.exists():
@@ -209,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pnsolve {args.command}: error: {one_line(e)}", file=sys.stderr)
         return 1
     except RuntimeError as e:
+        if str(e).startswith('backend="distributed"'):  # a collective failed: one line
+            print(f"pnsolve {args.command}: error: {one_line(e)}", file=sys.stderr)
+            return 1
         if not _is_linalg_error(e):
             raise
         print(

@@ -18,7 +18,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``sample`` subcommand (its options are part of the public contract)."""
     from ..gp.bayes import GRADIENTS, SAMPLERS
     from .fit import _add_data_arguments
-    from .main import positive_float, positive_int
+    from .main import add_backend_arguments, positive_float, positive_int
 
     sample = sub.add_parser(
         "sample",
@@ -74,6 +74,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         help="eq. 7 threshold: SGLD's step size freezes once the gradient noise is below "
         "this share of the injected noise (seed: 0.002)",
     )
+    add_backend_arguments(sample)
     sample.add_argument(
         "--predict-samples",
         type=int,
@@ -100,6 +101,7 @@ def run_sample(args: argparse.Namespace) -> int:
             subset=args.subset,
             beta=args.beta,
             freeze_threshold=args.freeze,
+            backend=args.backend,
         )
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
@@ -134,6 +136,8 @@ def run_sample(args: argparse.Namespace) -> int:
     _report(out, wall, mcmc_summary)
     if args.predict_samples > 0:
         _predict(args, ds, X, y, out)
+    if not getattr(args, "lead", True):  # distributed: rank 0 writes
+        return 0
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, samples=out.samples.numpy(), names=np.array(out.names, dtype=str))
@@ -177,7 +181,7 @@ def _predict(args: argparse.Namespace, ds, X: torch.Tensor, y: torch.Tensor, out
 
 
 def _progress(args: argparse.Namespace, total: int):
-    if args.no_progress:
+    if args.no_progress or not getattr(args, "lead", True):
         return None
     from tqdm import tqdm
 

@@ -8,6 +8,8 @@ bit: they take identical steps on identical gathered products.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -38,6 +40,15 @@ def _summary(out: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.cat([t.detach().reshape(-1) for _, t in sorted(out.items())])
 
 
+def _op(k, A: torch.Tensor, B: torch.Tensor | None, mode: str, local: str):
+    """``k.linop(A, B)``: one process with ``local``, or distributed with ``local`` blocks."""
+    if mode == "single":
+        return k.linop(A, B, backend=local)
+    K = k.linop(A, B, backend="distributed")
+    K._impl = pn.kernels.backends.DistributedBackend(k, A, B, local=local)
+    return K
+
+
 def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
     """Products and gradients of KernelMatrix, distributed vs one process."""
     X, _ = _data(301)  # 301 rows: uneven blocks
@@ -58,14 +69,7 @@ def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
                 k = make()
                 Xg, Yg, Vg = (t.clone().requires_grad_(True) for t in (X, Y, V))
 
-                def op(A: torch.Tensor, B: torch.Tensor | None, mode: str = mode) -> object:
-                    if mode == "single":
-                        return k.linop(A, B, backend=local)
-                    K = k.linop(A, B, backend="distributed")
-                    K._impl = pn.kernels.backends.DistributedBackend(k, A, B, local=local)
-                    return K
-
-                K, C = op(Xg, None), op(Xg, Yg)
+                K, C = _op(k, Xg, None, mode, local), _op(k, Xg, Yg, mode, local)
                 loss = ((K @ Vg) * V).sum() + ((C @ W) * V).sum() + ((C.T @ Vg) * W).sum()
                 grads = torch.autograd.grad(loss, [Xg, Yg, Vg, *k.parameters()])
                 with torch.no_grad():
@@ -197,7 +201,7 @@ def test_partition_is_balanced_and_contiguous() -> None:
         for world in (1, 2, 3, 8):
             parts = partition(n, world)
             assert parts[0][0] == 0 and parts[-1][1] == n
-            assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
             sizes = [b - a for a, b in parts]
             assert max(sizes) - min(sizes) <= 1
     assert exact_tol(F64) < REL  # the bar is far above rounding

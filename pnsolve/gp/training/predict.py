@@ -66,7 +66,9 @@ def predictive(
     config = TrainingConfig(solver="cg") if config is None else config
     if config.solver in ("cholesky", "sgd"):
         # SGD to a tolerance without a tuned learning rate is slow: predictions use CG
-        config = TrainingConfig(solver="cg", tol=config.tol, num_features=config.num_features)
+        config = TrainingConfig(
+            solver="cg", tol=config.tol, num_features=config.num_features, backend=config.backend
+        )
     est = PathwiseEstimator(num_samples, config.num_features, generator=generator)
     noise = torch.tensor(result.noise, dtype=X.dtype, device=X.device)
     yc = y - result.mean
@@ -74,7 +76,8 @@ def predictive(
         B = est.targets(result.kernel, X, noise, yc)
         solver = make_solver(config, X.shape[0])
         assert solver is not None  # config.solver is "cg" or "ap" here
-        V, _ = solver.solve(KernelSystem(result.kernel, X, noise), B, None, generator=generator)
+        system = KernelSystem(result.kernel, X, noise, backend=config.backend)
+        V, _ = solver.solve(system, B, None, generator=generator)
         samples = est.posterior_samples(result.kernel, X, noise, yc, V, Xs)
         latent = est.posterior_mean(result.kernel, X, noise, yc, V, Xs)
         # the samples' expectation is the latent mean k(Xs, X) v_y: average around it
