@@ -48,7 +48,7 @@ class KernelMatrix(LinearOperator):
         :attr:`backend`. ``"auto"`` never picks ``"distributed"``: inside an initialised
         ``torch.distributed`` default process group, ``"distributed"`` partitions the
         rows of every product over the ranks (each rank's block with the rule above; see
-        :doc:`/scaling`); inputs, right-hand sides and results are the same tensors on
+        the "Scaling out" docs page); inputs, right-hand sides and results are the same tensors on
         every rank.
     max_memory
         ``"chunked"`` (also a distributed rank's chunked block): cap in bytes on the tile
@@ -56,6 +56,9 @@ class KernelMatrix(LinearOperator):
     tile
         ``"chunked"`` only: requested tile ``(rows, cols)`` (default ``(512, 1024)``),
         shrunk to respect ``max_memory``.
+    local_backend
+        ``"distributed"`` only: the backend of each rank's row block (``"auto"``: the
+        rule above applied to the block; or ``"dense"``, ``"chunked"``, ``"keops"``).
 
     Raises
     ------
@@ -93,6 +96,7 @@ class KernelMatrix(LinearOperator):
         *,
         max_memory: int = DEFAULT_MAX_MEMORY,
         tile: tuple[int, int] | None = None,
+        local_backend: str = "auto",
     ) -> None:
         if not isinstance(kernel, StationaryKernel):
             raise TypeError(
@@ -125,7 +129,14 @@ class KernelMatrix(LinearOperator):
         elif backend == "keops":
             self._impl = KeOpsBackend(kernel, X1, X2)
         else:
-            self._impl = DistributedBackend(kernel, X1, X2, max_memory=max_memory, tile=tile)
+            self._impl = DistributedBackend(
+                kernel, X1, X2, local=local_backend, max_memory=max_memory, tile=tile
+            )
+
+    @property
+    def local_backend(self) -> str | None:
+        """``"distributed"``: the backend of this rank's row block; otherwise ``None``."""
+        return self._impl.local_backend if isinstance(self._impl, DistributedBackend) else None
 
     def __repr__(self) -> str:
         return (

@@ -44,9 +44,7 @@ def _op(k, A: torch.Tensor, B: torch.Tensor | None, mode: str, local: str):
     """``k.linop(A, B)``: one process with ``local``, or distributed with ``local`` blocks."""
     if mode == "single":
         return k.linop(A, B, backend=local)
-    K = k.linop(A, B, backend="distributed")
-    K._impl = pn.kernels.backends.DistributedBackend(k, A, B, local=local)
-    return K
+    return k.linop(A, B, backend="distributed", local_backend=local)
 
 
 def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:

@@ -403,6 +403,13 @@ CASES: dict[str, Case] = {
         ValueError,
         "outside the grid",
     ),
+    "distributed-no-group": Case(
+        "kernels",
+        'backend="distributed" outside a torch.distributed process group',
+        lambda: pn.kernels.RBF().linop(_X(), backend="distributed"),
+        RuntimeError,
+        "needs an initialised default process group",
+    ),
     "kernel-backend": Case(
         "kernels",
         "an unknown matrix-free backend",
@@ -578,6 +585,15 @@ CASES: dict[str, Case] = {
         _cli(*_fit_args("fake.csv.gz"), setup=lambda: Path("fake.csv.gz").write_text("1,2\n")),
         CliExit,
         "exit 1: .*fake.csv.gz is not a valid gzip file",
+    ),
+    "cli-distributed-launch": Case(
+        "CLI",
+        "`--backend distributed` without torchrun",
+        _cli(
+            *_fit_args("toy.csv", "--backend", "distributed"), setup=lambda: _write_csv("toy.csv")
+        ),
+        CliExit,
+        "exit 2: .*runs under torchrun",
     ),
     "cli-inf": Case(
         "CLI",

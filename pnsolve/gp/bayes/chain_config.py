@@ -49,7 +49,7 @@ class ChainConfig:
         matrix-free; ``"chunked"`` or ``"keops"`` force matrix-free products;
         ``"distributed"``: inside an initialised torch.distributed group every rank runs
         the chains in turn with each product split over the ranks, and rank 0 writes the
-        checkpoints; see :doc:`/scaling`).
+        checkpoints; see the "Scaling out" docs page).
     """
 
     sampler: str = "sgld"

@@ -48,7 +48,7 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         the same data and draws): each rank differentiates its share of the kernel rows
         in :meth:`backward` and one ``all_reduce`` sums them, so every rank gets the
         full gradient for ``1/P`` of the work (stationary kernels; see
-        :doc:`/scaling`).
+        the "Scaling out" docs page).
 
     Raises
     ------

@@ -92,7 +92,7 @@ class TrainingConfig:
         torch.distributed default group (e.g. under ``torchrun``), every product and the
         gradient's kernel rows are partitioned over the ranks, each rank runs the same
         loop on the same data and generator seed and takes identical steps (see
-        :doc:`/scaling`). Minibatch accesses of ``"ap"``/``"sgd"`` stay local.
+        the "Scaling out" docs page). Minibatch accesses of ``"ap"``/``"sgd"`` stay local.
     """
 
     solver: str = "cg"
