@@ -14,16 +14,17 @@ call; rank 0's figures are reported).
   ``pn.cg`` iteration on ``K + 0.1 I`` (20 iterations).
 - **Weak scaling** (rows per process fixed: ``n = P · n₀``, ``n₀`` = 10 000; ``--quick``:
   3 000): the work per process grows like ``n₀ · n``, so the figure is the kernel
-  entries per second per process relative to P = 1 (1 = perfect).
+  entries (``n² / P`` per product) per second per process relative to P = 1 (1 =
+  perfect).
 - **Communication** per product: numbers each rank receives (``(P − 1) ⌈n / P⌉ k``), the
   measured time of the ``all_gather`` alone, and its share of the product.
-- **Projection to n = 10⁶ on 8 GPUs**: ``T = n² k / (8 R) + C``, ``R`` = kernel entries
-  per second of one process (measured here on CPU; on a CUDA machine the script
-  measures KeOps too), ``C`` = the ring all_gather moving ``7/8 · n k · 8`` bytes at a
-  link bandwidth ``B``. Without a GPU the GPU rates are stated assumptions (the table
-  says so); beside them Wang et al. (2019) report training an exact GP on over a million
-  points with 8 GPUs in under 2 hours (NeurIPS version; 3 days in the first arXiv
-  version).
+- **Projection to n = 10⁶ on 8 GPUs**: ``T = n² / (8 R) + C``, ``R`` = kernel entries
+  per second of one process in a 16-column product (measured here on CPU; on a CUDA
+  machine the script measures KeOps too), ``C`` = the ring all_gather moving
+  ``7/8 · n k · 8`` bytes at a link bandwidth ``B``. Without a GPU the GPU rates are
+  stated assumptions (the table says so); beside them Wang et al. (2019) report
+  training an exact GP on over a million points with 8 GPUs in under 2 hours (NeurIPS
+  version; 3 days in the first arXiv version).
 
 This machine has 2 cores: P ≤ 2 (more processes would share cores). Usage:
 ``python benchmarks/bench_distributed.py [--quick]``; about 3 minutes (``--quick``: 1).
@@ -105,13 +106,13 @@ def _run(world: int, n: int, repeats: int, cg: bool = False, chunked: bool = Fal
 
 
 def _gpu_rate() -> float | None:
-    """KeOps entries per second on CUDA (None without a GPU)."""
+    """KeOps kernel entries per second in a 16-column product on CUDA (None without a GPU)."""
     if not torch.cuda.is_available():
         return None
     n = 200_000
     X = torch.rand(n, D, dtype=torch.float32, device="cuda")
     K = _kernel().linop(X, backend="keops")
-    V = torch.randn(n, 1, dtype=torch.float32, device="cuda")
+    V = torch.randn(n, KS[-1], dtype=torch.float32, device="cuda")
     K @ V
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -159,15 +160,15 @@ def main() -> None:
     rows = []
     for P, res in weak.items():
         n = P * n0
-        rates = [n * n * kk / P / res[f"product k={kk}"] for kk in KS]
-        base = [n0 * n0 * kk / weak[1][f"product k={kk}"] for kk in KS]
+        rates = [n * n / P / res[f"product k={kk}"] for kk in KS]  # kernel entries
+        base = [n0 * n0 / weak[1][f"product k={kk}"] for kk in KS]
         rows.append([P, n, *(f"{res[f'product k={kk}']:.3f}" for kk in KS),
                      *(f"{r / 1e6:.0f}" for r in rates),
                      *(f"{r / b:.2f}" for r, b in zip(rates, base))])  # fmt: skip
     print_table(
         f"Weak scaling: n₀ = {n0} rows per process (work per process ∝ n₀ · n)",
-        ["P", "n", "s/product k=1", "s/product k=16", "M entries/s/proc k=1",
-         "M entries/s/proc k=16", "÷ P = 1 (k=1)", "÷ P = 1 (k=16)"],
+        ["P", "n", "s/product k=1", "s/product k=16", "M kernel entries/s/proc k=1",
+         "M kernel entries/s/proc k=16", "÷ P = 1 (k=1)", "÷ P = 1 (k=16)"],
         rows,
     )  # fmt: skip
 
@@ -183,7 +184,7 @@ def main() -> None:
         rows,
     )
 
-    rate_cpu = n_strong * n_strong / one["chunked k=1"]
+    rate_cpu = n_strong * n_strong / one["chunked k=16"]  # kernel entries/s, 16 columns
     gather_bw = -(-n_strong // 2) * 16 * 8 / two["all_gather k=16"]  # bytes/s, gloo here
     gpu = _gpu_rate()
     n, P, kk = 10**6, 8, 16
@@ -199,7 +200,7 @@ def main() -> None:
             cases.append((f"GPU, KeOps f32 (ASSUMED {rate:.0e} entries/s)", rate, 100e9,
                           "assumed (no GPU lent to this task)"))  # fmt: skip
     for label, rate, bw, src in cases:
-        comp = n * n * kk / (P * rate)
+        comp = n * n / (P * rate)
         comm = moved / bw
         rows.append([label, f"{rate:.2e}", f"{comp:.3g}", f"{comm:.2g}", f"{comp + comm:.3g}",
                      f"{(comp + comm) * 100 / 3600:.3g}", src])  # fmt: skip
@@ -207,7 +208,7 @@ def main() -> None:
         f"Projection: n = 10⁶, P = 8, k = {kk} (a CG step with 15 probes): per product, "
         "and 100 products (one solve); Wang et al. 2019: exact GP on > 10⁶ points trained "
         "in < 2 h on 8 V100s",
-        ["per process", "entries/s", "compute s", "all_gather s", "s/product",
+        ["per process", "kernel entries/s (k = 16)", "compute s", "all_gather s", "s/product",
          "h per 100 products", "source"],
         rows,
     )  # fmt: skip

@@ -76,7 +76,9 @@ class IterGP(RegressionGP):
         Constant prior mean ``μ``.
     backend
         :class:`~pnsolve.kernels.KernelMatrix` backend: ``"auto"`` (default), ``"dense"``,
-        ``"chunked"`` (matrix-free) or ``"keops"``.
+        ``"chunked"`` (matrix-free), ``"keops"`` or ``"distributed"`` (inside an
+        initialised torch.distributed group: every product's rows over the ranks, each
+        rank fitting and predicting the same model).
     """
 
     def __init__(

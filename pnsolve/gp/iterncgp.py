@@ -65,7 +65,8 @@ class IterNCGP:
     mean
         Constant prior mean ``μ`` of every latent function.
     backend
-        Kernel-matrix backend (``"auto"``, ``"dense"``, ``"chunked"``, ``"keops"``).
+        Kernel-matrix backend (``"auto"``, ``"dense"``, ``"chunked"``, ``"keops"``,
+        ``"distributed"``: products split over a torch.distributed group's ranks).
 
     Attributes
     ----------

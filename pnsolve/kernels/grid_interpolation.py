@@ -268,6 +268,12 @@ class GridInterpolation(Kernel):
         A :class:`~pnsolve.kernels.ski_matrix.GridInterpolationMatrix`; ``backend`` is
         checked and otherwise ignored; no other options are taken.
         """
+        if backend == "distributed":
+            raise ValueError(
+                'backend="distributed" is not supported for GridInterpolation (SKI): its '
+                "products cost O(n 4^d + m log m) in one process; distribute the base "
+                "kernel's exact products instead"
+            )
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
         if opts:

@@ -240,6 +240,8 @@ def test_bad_inputs_are_refused():
         k(torch.tensor([[0.5, float("nan")]], dtype=F64))
     with pytest.raises(ValueError, match="backend"):
         k.linop(_rand(5, 2), backend="gpu")
+    with pytest.raises(ValueError, match="not supported for GridInterpolation"):
+        k.linop(_rand(5, 2), backend="distributed")
     with pytest.raises(TypeError, match="options"):
         k.linop(_rand(5, 2), tile=(4, 4))
     free = pn.kernels.GridInterpolation(pn.kernels.RBF(), 4)
