@@ -1,8 +1,8 @@
 """Run a function on several local processes inside a torch.distributed group (for tests).
 
 :func:`run_ranks` spawns ``world`` fresh Python processes, initialises the default
-process group in each (gloo over localhost by default, a free port, a collective
-timeout), calls ``fn(rank, world, *args)`` and returns the ranks' results in rank
+process group in each (gloo by default, meeting through a file in a temporary folder,
+with a collective timeout), calls ``fn(rank, world, *args)`` and returns the ranks' results in rank
 order. A rank that raises, exits or hangs ends the call with an error naming the rank
 and carrying its traceback, never a hang: the group's timeout bounds every collective
 and ``deadline`` bounds the whole run.
@@ -14,11 +14,11 @@ import datetime
 import multiprocessing as mp
 import os
 import pickle
-import queue as queue_module
-import socket
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["RankFailure", "run_ranks"]
@@ -39,41 +39,44 @@ class RankFailure(RuntimeError):
         super().__init__(f"ranks {sorted(failures)} failed:\n{text}")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _entry(
     rank: int,
     world: int,
-    port: int,
+    folder: str,
     backend: str,
     timeout: float,
     threads: int,
     fn: Callable[..., Any],
     args: Sequence[Any],
-    out: Any,
 ) -> None:
     import torch
     import torch.distributed as dist
 
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(threads)
+    result = Path(folder) / f"rank{rank}.pkl"
     try:
         dist.init_process_group(
-            backend, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=timeout)
+            backend,
+            init_method=f"file://{Path(folder) / 'rendezvous'}",  # no port to collide on
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=timeout),
         )
         try:
-            result = fn(rank, world, *args)
+            value = (True, fn(rank, world, *args))
         finally:
             dist.destroy_process_group()
-        # plain pickle bytes: torch's queue reductions share memory that dies with the rank
-        out.put((rank, True, pickle.dumps(result)))
     except BaseException:  # report everything, including SystemExit from the function
-        out.put((rank, False, traceback.format_exc()))
+        value = (False, traceback.format_exc())
+    # the result goes through a file (written, then renamed): a rank that dies while
+    # writing leaves nothing the caller could half-read
+    part = result.with_suffix(".part")
+    try:
+        payload = pickle.dumps(value)
+    except Exception:  # a result that does not pickle is this rank's failure
+        payload = pickle.dumps((False, traceback.format_exc()))
+    part.write_bytes(payload)
+    os.replace(part, result)
 
 
 def run_ranks(
@@ -119,46 +122,52 @@ def run_ranks(
     if isinstance(world, bool) or not isinstance(world, int) or world < 1:
         raise ValueError(f"world must be a positive int, got {world!r}")
     ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _free_port()
-    procs = [
-        ctx.Process(
-            target=_entry,
-            args=(rank, world, port, backend, timeout, threads, fn, tuple(args), out),
-            daemon=True,
-        )
-        for rank in range(world)
-    ]
-    for p in procs:
-        p.start()
+    with tempfile.TemporaryDirectory(prefix="pnsolve-ranks-") as folder:
+        procs = [
+            ctx.Process(
+                target=_entry,
+                args=(rank, world, folder, backend, timeout, threads, fn, tuple(args)),
+                daemon=True,
+            )
+            for rank in range(world)
+        ]
+        try:
+            for p in procs:
+                p.start()
+            results, failures = _collect(procs, Path(folder), deadline)
+        finally:  # also on Ctrl-C or an unreadable result: no rank outlives the call
+            for p in procs:
+                p.join(timeout=5.0)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+    if failures:
+        raise RankFailure(failures)
+    return [results[r] for r in range(world)]
+
+
+def _collect(
+    procs: list[Any], folder: Path, deadline: float
+) -> tuple[dict[int, Any], dict[int, str]]:
+    """Poll for every rank's result file; ranks that die or pass the deadline fail."""
+    world = len(procs)
     results: dict[int, Any] = {}
     failures: dict[int, str] = {}
     dead_since: dict[int, float] = {}
     end = time.monotonic() + deadline
     while len(results) + len(failures) < world:
-        try:
-            rank, ok, value = out.get(timeout=0.5)
-        except queue_module.Empty:
-            now = time.monotonic()
-            pending = [r for r in range(world) if r not in results and r not in failures]
-            for r in pending:
-                if now > end:
-                    failures[r] = f"no result within the deadline of {deadline} s"
-                elif not procs[r].is_alive():
-                    # a rank that died without reporting (its message gets 2 s to arrive)
-                    if now - dead_since.setdefault(r, now) > 2.0:
-                        failures[r] = f"exited with code {procs[r].exitcode} without a result"
-            continue
-        failures.pop(rank, None)
-        if ok:
-            results[rank] = pickle.loads(value)
-        else:
-            failures[rank] = value
-    for p in procs:
-        p.join(timeout=5.0)
-        if p.is_alive():
-            p.kill()
-            p.join()
-    if failures:
-        raise RankFailure(failures)
-    return [results[r] for r in range(world)]
+        now = time.monotonic()
+        for r in range(world):
+            if r in results or r in failures:
+                continue
+            path = folder / f"rank{r}.pkl"
+            if path.exists():  # complete: written under another name, then renamed
+                with path.open("rb") as fh:
+                    ok, value = pickle.load(fh)
+                (results if ok else failures)[r] = value
+            elif now > end:
+                failures[r] = f"no result within the deadline of {deadline} s"
+            elif not procs[r].is_alive() and now - dead_since.setdefault(r, now) > 2.0:
+                failures[r] = f"exited with code {procs[r].exitcode} without a result"
+        time.sleep(0.05)
+    return results, failures

@@ -123,6 +123,14 @@ def _algorithms(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
         r["train.lengthscale"] = fit.kernel.lengthscale.detach()
         r["train.outputscale"] = fit.kernel.outputscale.detach().reshape(1)
         r["train.noise"] = torch.tensor([fit.noise], dtype=F64)
+        # SGLD's gradient (CG to a tiny threshold: a stopping decision at a threshold
+        # could flip on rounding-level differences, the products themselves do not)
+        params = pn.gp.bayes.LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1)
+        grad = pn.gp.bayes.LogMarginalGradient(
+            params, X, y, method="cg", alpha=1e-9, backend=mode,
+            generator=torch.Generator().manual_seed(4),
+        )  # fmt: skip
+        r["sgld.gradient"] = grad(params.initial()).grad
         res[mode] = r
     for key, ref in res["chunked"].items():
         errors[key] = _rel(res["distributed"][key], ref)
@@ -137,6 +145,65 @@ def _disagree(rank: int, world: int) -> str:
     except ValueError as e:
         return str(e)
     return "no error"
+
+
+def _nan_kernel() -> pn.kernels.RBF:
+    """A kernel whose hyperparameters went NaN (as in a diverged training run)."""
+    k = pn.kernels.RBF()
+    with torch.no_grad():
+        next(k.parameters()).fill_(float("nan"))
+    return k
+
+
+def _kernels_differ(rank: int, world: int) -> dict[str, str]:
+    """Disagreements the fingerprints must catch, on every rank, without a crash."""
+    X, _ = _data(40)
+    cases = {
+        "nu": lambda: pn.kernels.Matern(nu=0.5 if rank == 0 else 2.5).linop(
+            X, backend="distributed"
+        ),
+        "class": lambda: (pn.kernels.RBF() if rank == 0 else pn.kernels.Matern(nu=1.5)).linop(
+            X, backend="distributed"
+        ),
+        "X2": lambda: pn.kernels.RBF().linop(
+            X, None if rank == 0 else X[:20], backend="distributed"
+        ),
+        "nan": lambda: _nan_kernel().linop(X, backend="distributed"),
+    }
+    messages = {}
+    for name, build in cases.items():
+        try:
+            build()
+            messages[name] = "no error"
+        except ValueError as e:
+            messages[name] = str(e)
+    return messages
+
+
+def _resume_without_shared_files(rank: int, world: int, folder: str) -> torch.Tensor:
+    """Rank 0's checkpoint (each rank names its own folder) resumes every rank."""
+    X, y = _data(120)
+    path = f"{folder}/rank{rank}.pt"  # only rank 0's is written and read
+
+    config = pn.gp.TrainingConfig(solver="cg", estimator="standard", steps=2, num_probes=4,
+                                  tol=1e-10, backend="distributed")  # fmt: skip
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(record) -> None:  # every rank stops after the first step
+        raise Stop
+
+    with pytest.raises(Stop):
+        pn.gp.train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(3),
+                                    checkpoint=path, callback=interrupt)  # fmt: skip
+    restored: list[int] = []
+    resumed = pn.gp.train_hyperparameters(
+        X, y, config, generator=torch.Generator().manual_seed(3), checkpoint=path,
+        on_resume=restored.append,
+    )  # fmt: skip
+    assert restored == [1] and len(resumed.log) == 2
+    return resumed.kernel.lengthscale.detach()
 
 
 def _one_rank_fails(rank: int, world: int) -> None:
@@ -161,7 +228,7 @@ def test_algorithms_equal_one_process() -> None:
     results = run_ranks(_algorithms, 2, timeout=120)
     (errors, summary0), (_, summary1) = results
     assert set(errors) >= {"cg", "pls.mean", "itergp.var", "love.var", "iterncgp.proba",
-                           "train.lengthscale"}  # fmt: skip
+                           "train.lengthscale", "sgld.gradient"}  # fmt: skip
     bad = {key: err for key, err in errors.items() if not err <= REL}
     assert not bad, bad
     assert torch.equal(summary0, summary1)
@@ -171,6 +238,25 @@ def test_ranks_with_different_inputs_are_refused_by_name() -> None:
     messages = run_ranks(_disagree, 2, timeout=30)
     for message in messages:
         assert "ranks [1] hold another X1 than rank 0" in message
+
+
+def test_other_kernels_inputs_and_nan_hyperparameters_are_refused_on_every_rank() -> None:
+    for messages in run_ranks(_kernels_differ, 2, timeout=30):
+        assert "ranks [1] hold another kernel than rank 0" in messages["nu"]
+        assert "ranks [1] hold another kernel than rank 0" in messages["class"]
+        assert "ranks [1] hold another X2 than rank 0" in messages["X2"]
+        assert "hyperparameters are not finite on ranks [0, 1]" in messages["nan"]
+
+
+def test_every_rank_resumes_from_rank_0s_checkpoint(tmp_path) -> None:
+    resumed = run_ranks(_resume_without_shared_files, 2, args=(str(tmp_path),), timeout=60)
+    assert torch.equal(resumed[0], resumed[1])
+    assert (tmp_path / "rank0.pt").exists() and not (tmp_path / "rank1.pt").exists()
+    X, y = _data(120)
+    config = pn.gp.TrainingConfig(solver="cg", estimator="standard", steps=2, num_probes=4,
+                                  tol=1e-10)  # fmt: skip
+    single = pn.gp.train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(3))
+    assert _rel(resumed[0], single.kernel.lengthscale.detach()) <= REL
 
 
 def test_a_failing_rank_ends_the_run_with_a_clear_error() -> None:
@@ -193,7 +279,7 @@ def test_without_a_process_group_the_error_says_how_to_start_one() -> None:
 
 
 def test_partition_is_balanced_and_contiguous() -> None:
-    from pnsolve.kernels.backends.distributed import partition
+    from pnsolve.kernels.backends.collectives import partition
 
     for n in (0, 1, 7, 300, 301):
         for world in (1, 2, 3, 8):

@@ -14,7 +14,8 @@ from pathlib import Path
 import torch
 
 from ..._core.validation import check_positive_int, require_generator
-from ...kernels.backends.distributed import is_lead
+from ...kernels.backends.collectives import is_lead
+from ...kernels.backends.rank_agreement import ranks_agree_on
 from ...kernels.rbf import RBF
 from .chain_config import SAMPLERS, ChainConfig
 from .checkpoints import chain_path, load_chain, run_fingerprint, save_chain
@@ -275,7 +276,11 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
         sampler = MetropolisHastings(density, job.M, adapt=cfg.mh_burn_in)
     state = sampler.start(job.start, cfg.iterations)
     seconds = 0.0
-    if job.checkpoint is not None and job.checkpoint.exists():
+    exists = job.checkpoint is not None and job.checkpoint.exists()
+    if cfg.backend == "distributed":  # a rank resuming alone would take other steps
+        ranks_agree_on(exists, f"whether {job.checkpoint} exists (a shared file system?)")
+    if exists:
+        assert job.checkpoint is not None
         seconds = load_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient)
     done = state.t
     while state.t < job.stop:

@@ -225,7 +225,9 @@ class LogMarginalGradient:
         if self.dense is not None:
             return self.dense.gradient(left, right)
         kernel = self.params.kernel  # kernel_at(theta) was called by system()
-        accumulate_surrogate_gradient(kernel, self.X, 0.0, left, right)
+        accumulate_surrogate_gradient(
+            kernel, self.X, 0.0, left, right, distributed=self.backend == "distributed"
+        )
         noise_grad = float((left * right).sum())
         return self.params.chain_rule(theta, noise_grad)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.backends.distributed import all_reduce_, partition, require_process_group
+from ...kernels.backends.collectives import all_reduce_, partition, require_process_group
 from ...kernels.base import StationaryKernel
 from ...kernels.kernel import Kernel
 from ._checks import Problem

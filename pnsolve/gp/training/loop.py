@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
 from ..._core.statefile import tensor_digest
-from ...kernels.backends.distributed import is_lead
+from ...kernels.backends.collectives import collective, is_lead, require_process_group
 from .._checks import check_inputs, check_targets
 from .checkpoint import (
     TrainingCheckpoint,
@@ -83,8 +84,8 @@ def train_hyperparameters(
         seeded like the interrupted run's.
     checkpoint
         File written (with a SHA-256 checksum, atomically) after every step (with
-        ``config.backend="distributed"`` by rank 0 only; every rank resumes from it, so
-        it must be on a file system they all see). If it
+        ``config.backend="distributed"`` by rank 0 only, which also reads it and sends
+        it to the other ranks when resuming). If it
         exists, the run *resumes* from it: the parameters, Adam state, probe draws,
         warm-start solutions, generator state and log are restored, so an interrupted
         run continues on the identical trajectory. A checkpoint of another run is
@@ -124,7 +125,7 @@ def train_hyperparameters(
     y = check_targets(y, X)
     identity = _identity(X, y, config, generator, run_info)
     path = None if checkpoint is None else Path(checkpoint)
-    saved = _load_matching(path, identity)
+    saved = _load_shared(path, identity, config.backend)
     if saved is not None and on_resume is not None:
         on_resume(len(saved.log))
     run = TrainingRun.begin(X, y, config, generator, saved)
@@ -154,6 +155,30 @@ def train_hyperparameters(
     finally:
         bar.close()  # ends the bar's line, also on Ctrl-C
     return run.result()
+
+
+def _load_shared(
+    path: Path | None, identity: dict[str, object], backend: str
+) -> TrainingCheckpoint | None:
+    """:func:`_load_matching`; with ``backend="distributed"`` rank 0 reads and sends it.
+
+    So every rank resumes from the same state without a shared file system, and a
+    checkpoint rank 0 refuses is refused on every rank (none is left waiting).
+    """
+    if backend != "distributed":
+        return _load_matching(path, identity)
+    import torch.distributed as dist
+
+    box: list[Any] = [None, None]  # (checkpoint or None, error message or None)
+    if require_process_group()[0] == 0:
+        try:
+            box[0] = _load_matching(path, identity)
+        except (ValueError, OSError) as exc:
+            box[1] = f"{type(exc).__name__}: {exc}"
+    collective(lambda: dist.broadcast_object_list(box, src=0), "sharing the checkpoint")
+    if box[1] is not None:
+        raise ValueError(f"rank 0 could not resume from {path}: {box[1]}")
+    return box[0]
 
 
 def _load_matching(path: Path | None, identity: dict[str, object]) -> TrainingCheckpoint | None:

@@ -17,145 +17,24 @@ receives ``(P − 1) ⌈n1 / P⌉ k`` numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.autograd.function import once_differentiable
 
 from ..base import StationaryKernel
 from .auto import choose_backend
 from .chunked import ChunkedBackend
+from .collectives import all_reduce_, collective, partition, require_process_group
 from .dense import DenseBackend
 from .keops import KeOpsBackend
+from .rank_agreement import check_ranks_agree
 from .tiling import DEFAULT_MAX_MEMORY
 
-__all__ = [
-    "DistributedBackend",
-    "all_reduce_",
-    "check_ranks_agree",
-    "is_lead",
-    "partition",
-    "require_process_group",
-]
+__all__ = ["LOCAL_BACKENDS", "DistributedBackend"]
 
-T = TypeVar("T")
 LOCAL_BACKENDS = ("auto", "dense", "chunked", "keops")
-
-
-def require_process_group() -> tuple[int, int]:
-    """``(rank, world size)`` of the initialised default group.
-
-    Raises
-    ------
-    RuntimeError
-        If torch.distributed is unavailable or its default process group is not
-        initialised (the message says how to start one).
-    """
-    if not dist.is_available():
-        raise RuntimeError('backend="distributed" needs torch.distributed, which this torch lacks')
-    if not dist.is_initialized():
-        raise RuntimeError(
-            'backend="distributed" needs an initialised default process group: call '
-            'torch.distributed.init_process_group("gloo" on CPUs, "nccl" on GPUs) in every '
-            "process first (under torchrun: init_process_group(backend) reads its "
-            "environment); a timeout= there bounds how long a rank waits for a failed one"
-        )
-    return dist.get_rank(), dist.get_world_size()
-
-
-def is_lead(backend: str) -> bool:
-    """Whether this process prints and writes files (all but ranks > 0 of ``"distributed"``)."""
-    return backend != "distributed" or require_process_group()[0] == 0
-
-
-def partition(n: int, world: int) -> list[tuple[int, int]]:
-    """Contiguous ``[start, stop)`` row ranges of ``n`` rows over ``world`` ranks.
-
-    Sizes differ by at most one (the first ``n mod world`` ranks get one more); ranks
-    beyond ``n`` get empty ranges.
-    """
-    base, extra = divmod(n, world)
-    bounds, start = [], 0
-    for r in range(world):
-        stop = start + base + (1 if r < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
-
-
-def collective(call: Callable[[], T], what: str) -> T:
-    """Run a collective; a failure (a rank that died, a timeout) becomes one clear error."""
-    try:
-        return call()
-    except RuntimeError as e:  # gloo/NCCL errors (DistBackendError is a RuntimeError)
-        rank, world = dist.get_rank(), dist.get_world_size()
-        raise RuntimeError(
-            f'backend="distributed": {what} failed on rank {rank} of {world}: another rank '
-            "failed, exited or disagreed, or the process group's timeout passed "
-            f"({type(e).__name__}: {e})"
-        ) from e
-
-
-def all_reduce_(tensors: list[torch.Tensor]) -> None:
-    """Sum each tensor over the ranks, in place, with one ``all_reduce`` of their concatenation."""
-    if not tensors:
-        return
-    flat = torch.cat([t.reshape(-1) for t in tensors])
-    collective(lambda: dist.all_reduce(flat), "all_reduce of a gradient")
-    offset = 0
-    for t in tensors:
-        t.copy_(flat[offset : offset + t.numel()].view_as(t))
-        offset += t.numel()
-
-
-def check_ranks_agree(kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
-    """Refuse (on every rank) inputs or hyperparameters that differ between ranks.
-
-    Compares a fixed-size fingerprint (shapes, sums, weighted sums of ``X1``, ``X2`` and
-    the kernel's parameters) with one ``all_gather``; a mismatch raises ``ValueError``
-    naming the argument and the ranks.
-    """
-    device = X1.device
-    parts: list[tuple[str, torch.Tensor]] = [("X1", X1)]
-    if X2 is not None:
-        parts.append(("X2", X2))
-    parts.append(("the kernel's hyperparameters", _params_vector(kernel, device)))
-    prints = torch.stack([_fingerprint(t) for _, t in parts])  # (parts, 5)
-    world = dist.get_world_size()
-    gathered = [torch.empty_like(prints) for _ in range(world)]
-    collective(lambda: dist.all_gather(gathered, prints), "checking that the ranks agree")
-    for i, (name, _) in enumerate(parts):
-        differ = [r for r in range(world) if not torch.equal(gathered[r][i], gathered[0][i])]
-        if differ:
-            raise ValueError(
-                f'backend="distributed": ranks {differ} hold another {name} than rank 0 '
-                "(every rank must pass the same inputs, kernel and right-hand sides)"
-            )
-
-
-def _params_vector(kernel: StationaryKernel, device: torch.device) -> torch.Tensor:
-    ps = [
-        p.detach().reshape(-1).to(device=device, dtype=torch.float64) for p in kernel.parameters()
-    ]
-    return torch.cat(ps) if ps else torch.zeros(0, dtype=torch.float64, device=device)
-
-
-def _fingerprint(t: torch.Tensor) -> torch.Tensor:
-    """Five float64 numbers that differ when ``t``'s shape or values do (almost surely)."""
-    flat = t.detach().reshape(-1).to(torch.float64)
-    w = torch.arange(1, flat.numel() + 1, dtype=torch.float64, device=flat.device)
-    w = torch.sin(w)  # weights with no structure that reorderings could keep
-    rows = float(t.shape[0]) if t.ndim else 1.0
-    return torch.stack(
-        [
-            torch.tensor(rows, dtype=torch.float64, device=flat.device),
-            torch.tensor(float(flat.numel()), dtype=torch.float64, device=flat.device),
-            flat.sum(),
-            (flat * flat).sum(),
-            (flat * w).sum(),
-        ]
-    )
 
 
 class DistributedBackend:
@@ -289,14 +168,17 @@ class _DistributedMatmul(torch.autograd.Function):
         *params: torch.Tensor,
     ) -> torch.Tensor:
         ctx.backend, ctx.transposed = backend, transposed
-        ctx.save_for_backward(V)
+        # saved (not only read from the backend later) so that an in-place change
+        # between forward and backward is an autograd error, not a wrong gradient
+        ctx.save_for_backward(X1, X2, V, *params)
         return backend.block(transposed).product(V)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: Any, G: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         backend: DistributedBackend = ctx.backend
         transposed: bool = ctx.transposed
-        (V,) = ctx.saved_tensors
+        V = ctx.saved_tensors[2]  # unpacking checks every saved tensor's version
         need = ctx.needs_input_grad  # (backend, transposed, X1, X2, V, *params)
         X1, X2 = backend.X1, backend.X2
         G = G.contiguous()
