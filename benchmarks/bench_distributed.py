@@ -27,7 +27,7 @@ call; rank 0's figures are reported).
   version; 3 days in the first arXiv version).
 
 This machine has 2 cores: P ≤ 2 (more processes would share cores). Usage:
-``python benchmarks/bench_distributed.py [--quick]``; about 3 minutes (``--quick``: 1).
+``python benchmarks/bench_distributed.py [--quick]``; about 1.5 minutes (``--quick``: 1).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 SCRIPTS = [
     "bench_cg.py",
     "bench_kernel_matrix.py",
-    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 2 minutes
+    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 1.5 minutes
     "bench_pls.py",
     "bench_ulisse.py",
     "bench_ulisse_seed.py",  # seed 000 §3-4 (Figs. 1-4): about 5 minutes (--quick: 30 s)

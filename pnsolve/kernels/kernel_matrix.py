@@ -105,6 +105,11 @@ class KernelMatrix(LinearOperator):
         X1, X2 = kernel.check_inputs(X1, X2)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if local_backend != "auto" and backend != "distributed":
+            raise ValueError(
+                f'local_backend applies to backend="distributed" only, got {local_backend!r} '
+                f"with backend={backend!r}"
+            )
         if isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 1:
             raise ValueError(f"max_memory must be a positive int (bytes), got {max_memory!r}")
         if tile is not None and (

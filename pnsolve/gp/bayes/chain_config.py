@@ -76,6 +76,12 @@ class ChainConfig:
         check_positive_int(self.iterations, "iterations")
         if self.backend not in KERNEL_BACKENDS:
             raise ValueError(f"backend must be one of {KERNEL_BACKENDS}, got {self.backend!r}")
+        if self.backend == "distributed" and (self.sampler == "mh" or self.gradient == "exact"):
+            raise ValueError(
+                'backend="distributed" splits kernel products over ranks; MH and the exact '
+                "gradient factor K̂ by Cholesky on every rank instead: use SGLD with the "
+                "ulisse or cg gradient"
+            )
         if self.burn_in is not None and not 0 <= self.burn_in < self.iterations:
             raise ValueError(f"burn_in must be in [0, iterations), got {self.burn_in}")
 

@@ -18,7 +18,7 @@ from ...kernels.backends.collectives import is_lead
 from ...kernels.backends.rank_agreement import ranks_agree_on
 from ...kernels.rbf import RBF
 from .chain_config import SAMPLERS, ChainConfig
-from .checkpoints import chain_path, load_chain, run_fingerprint, save_chain
+from .checkpoints import chain_path, file_digest, load_chain, run_fingerprint, save_chain
 from .gradient import LogMarginalGradient
 from .hyperparameters import LogHyperparameters
 from .map_estimate import LaplaceFit, laplace_preconditioner, log_posterior
@@ -158,6 +158,8 @@ def sample_hyperparameters(
     ]
     seeds = [int(torch.randint(0, 2**62, (1,), generator=generator)) for _ in range(chains)]
     tag = run_fingerprint(X, y, config, params, seeds)
+    if config.backend == "distributed":
+        ranks_agree_on(tag, "run (data, settings, chain seeds)")
     jobs = [
         _Job(X, y, config, params, fit.M, starts[c], seeds[c], chain_path(checkpoint, c), tag, stop)
         for c in range(chains)
@@ -277,8 +279,9 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     state = sampler.start(job.start, cfg.iterations)
     seconds = 0.0
     exists = job.checkpoint is not None and job.checkpoint.exists()
-    if cfg.backend == "distributed":  # a rank resuming alone would take other steps
-        ranks_agree_on(exists, f"whether {job.checkpoint} exists (a shared file system?)")
+    if cfg.backend == "distributed":  # every rank reads the file: the same bytes, or stop
+        content = file_digest(job.checkpoint) if job.checkpoint is not None and exists else None
+        ranks_agree_on(content, f"checkpoint {job.checkpoint} (a file system all ranks share)")
     if exists:
         assert job.checkpoint is not None
         seconds = load_chain(job.checkpoint, job.tag, state, g_noise, g_grad, gradient)

@@ -20,7 +20,7 @@ import torch
 from ..._core.statefile import load_state, save_state, tensor_digest
 from .hyperparameters import LogHyperparameters
 
-__all__ = ["chain_path", "load_chain", "run_fingerprint", "save_chain"]
+__all__ = ["chain_path", "file_digest", "load_chain", "run_fingerprint", "save_chain"]
 
 
 def chain_path(checkpoint: str | Path | None, chain: int) -> Path | None:
@@ -30,6 +30,11 @@ def chain_path(checkpoint: str | Path | None, chain: int) -> Path | None:
     base = Path(checkpoint)
     base.parent.mkdir(parents=True, exist_ok=True)
     return base.with_name(f"{base.name}.chain{chain}.pt")
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (ranks compare it before each reads a checkpoint)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def run_fingerprint(

@@ -166,6 +166,11 @@ class TrainingConfig:
             )
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.backend == "distributed" and self.solver == "cholesky":
+            raise ValueError(
+                'backend="distributed" splits kernel products over ranks; solver="cholesky" '
+                "forms and factors K̂ on every rank instead: use an iterative solver"
+            )
         if self.init not in ("constant", "heuristic"):
             raise ValueError(f"init must be 'constant' or 'heuristic', got {self.init!r}")
 

@@ -163,17 +163,30 @@ def _load_shared(
     """:func:`_load_matching`; with ``backend="distributed"`` rank 0 reads and sends it.
 
     So every rank resumes from the same state without a shared file system, and a
-    checkpoint rank 0 refuses is refused on every rank (none is left waiting).
+    checkpoint rank 0 refuses is refused on every rank (none is left waiting). First
+    the ranks compare their runs' identities (data, targets, configuration, generator
+    state): ranks that would take different steps are refused by name.
     """
     if backend != "distributed":
         return _load_matching(path, identity)
     import torch.distributed as dist
 
+    rank, world = require_process_group()
+    # the ranks must run the same training (data, targets, configuration, generator)
+    identities: list[Any] = [None] * world
+    collective(lambda: dist.all_gather_object(identities, identity), "comparing the runs")
+    for r, other in enumerate(identities):
+        differs = _identity_mismatch(identities[0], other)
+        if differs is not None:
+            raise ValueError(
+                f'backend="distributed": rank {r} runs another training than rank 0; it '
+                f"differs in: {differs}"
+            )
     box: list[Any] = [None, None]  # (checkpoint or None, error message or None)
-    if require_process_group()[0] == 0:
+    if rank == 0:
         try:
             box[0] = _load_matching(path, identity)
-        except (ValueError, OSError) as exc:
+        except Exception as exc:  # whatever it is, every rank must hear of it
             box[1] = f"{type(exc).__name__}: {exc}"
     collective(lambda: dist.broadcast_object_list(box, src=0), "sharing the checkpoint")
     if box[1] is not None:

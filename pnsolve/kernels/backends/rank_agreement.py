@@ -83,17 +83,14 @@ def check_ranks_agree(kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tens
             )
 
 
-def ranks_agree_on(value: int, what: str) -> None:
-    """Raise, on every rank, if the ranks hold different ``value`` (e.g. a file's existence).
+def ranks_agree_on(value: object, what: str) -> None:
+    """Raise, on every rank, if the ranks hold different ``value`` (compared with ``==``).
 
-    ``what`` names the value in the message. Needs an initialised default group.
+    ``value`` must pickle (e.g. a run's fingerprint, a file's digest or ``None``);
+    ``what`` names it in the message. Needs an initialised default group.
     """
-    world = dist.get_world_size()
-    mine = torch.tensor([int(value)], dtype=torch.int64)
-    if dist.get_backend() == "nccl":
-        mine = mine.cuda()
-    values = [torch.empty_like(mine) for _ in range(world)]
-    collective(lambda: dist.all_gather(values, mine), f"checking that the ranks agree on {what}")
-    seen = [int(v) for v in values]
-    if len(set(seen)) > 1:
-        raise ValueError(f'backend="distributed": the ranks disagree on {what}: {seen} (by rank)')
+    values: list[object] = [None] * dist.get_world_size()
+    collective(lambda: dist.all_gather_object(values, value), f"checking {what} on every rank")
+    differ = [r for r, v in enumerate(values) if v != values[0]]
+    if differ:
+        raise ValueError(f'backend="distributed": ranks {differ} hold another {what} than rank 0')
