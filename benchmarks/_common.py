@@ -25,6 +25,35 @@ __all__ = [
 ]
 
 
+def once(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall time of a single ``fn()`` call (after a garbage collection) and its result."""
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def exact_variances(gp: Any, kernel: Any, Xs: Any) -> tuple[float, float, Any, Any, Any]:
+    """A fitted ``ExactGP``'s test variances: end to end, and the solve alone.
+
+    Returns ``(s for posterior(Xs).var, s for the triangular solve given k(Xs, X),
+    variances, k(Xs, X), k(Xs, Xs)'s diagonal)``; the two paths are checked to agree.
+    """
+    import torch
+
+    t_post, var = once(lambda: gp.posterior(Xs).var)
+    cross = kernel(Xs, gp.X)  # (t, n)
+    prior = kernel.diag(Xs)
+
+    def solve_only() -> Any:
+        W = torch.linalg.solve_triangular(gp.L, cross.mT, upper=False)
+        return prior - (W * W).sum(0)
+
+    t_solve, var_solve = once(solve_only)
+    assert torch.allclose(var_solve, var, rtol=1e-8, atol=1e-12)
+    return t_post, t_solve, var, cross, prior
+
+
 def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
     """Median wall time of ``fn()`` in seconds over ``repeats`` runs after ``warmup`` runs."""
     for _ in range(warmup):

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from _common import print_table
+from _common import once, print_table
 
 import pnsolve as pn
 
@@ -55,14 +52,6 @@ FULL = Sizes(SWEEP_NS, 10_000, 10, 100_000, 15, 3, 20_000, None, 200, 1_000, 60,
 QUICK = Sizes(SWEEP_NS, 10_000, 10, 10_000, 5, 1, 2_000, 1_000, 100, 300, 20, 3,
               SWEEP_NS[-1:], ("elevators",), 1_000, 50, 200, 15)  # fmt: skip
 RANKS = (25, 50, 100, 200)  # LOVE ranks of table 3b (rank 50 everywhere else)
-
-
-def once(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Wall time of a single ``fn()`` call and its result."""
-    gc.collect()
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def us(seconds: float) -> str:
@@ -185,22 +174,3 @@ def real_problem(sz: Sizes) -> dict[str, Any]:
         + ", ".join(f"[{a:.3f}, {b:.3f}]" for a, b in bounds)
     )
     return p
-
-
-def exact_gp_variances(
-    base: pn.kernels.RBF, noise: float, X: torch.Tensor, y: torch.Tensor, Xe: torch.Tensor
-) -> tuple[float, float, float, torch.Tensor]:
-    """Exact GP (no SKI): ``(Cholesky s, posterior(Xe).var s, solve-only s, variances)``."""
-    exact = pn.gp.ExactGP(base, noise)
-    t_chol, _ = once(lambda: exact.fit(X, y))
-    t_ex, var_gp = once(lambda: exact.posterior(Xe).var)
-    Kxs = base(Xe, X)
-    prior = base.diag(Xe)
-
-    def var_only() -> torch.Tensor:
-        V = torch.linalg.solve_triangular(exact.L, Kxs.mT, upper=False)
-        return prior - (V * V).sum(0)
-
-    t_ex_v, var_v = once(var_only)
-    assert torch.allclose(var_v, var_gp, rtol=1e-8, atol=1e-12)
-    return t_chol, t_ex, t_ex_v, var_gp

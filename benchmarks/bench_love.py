@@ -74,7 +74,6 @@ import argparse
 import gc
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +84,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import interleaved_medians, load_average, print_table, ratio
+import _gpytorch_peer as gpytorch_peer
+from _common import exact_variances, interleaved_medians, load_average, once, print_table, ratio
 
 import pnsolve as pn
 
@@ -119,14 +119,6 @@ class Sizes:
 
 FULL = Sizes(10_000, 10_000, 3_000, 1_000, 60, 2_000, 2_000, 5)
 QUICK = Sizes(1_000, 1_000, 300, 200, 10, 300, 200, 2)
-
-
-def once(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Wall time of a single ``fn()`` call and its result."""
-    gc.collect()
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def max_rel(var: torch.Tensor, ref: torch.Tensor) -> float:
@@ -172,38 +164,6 @@ def speed_problem(
     return what, Xall[tr], yall[tr], Xall[te], yall[te]
 
 
-def gpytorch_model(
-    X: torch.Tensor, y: torch.Tensor, kernel: pn.kernels.RBF, noise: float
-) -> tuple[Any, Any]:
-    """GPyTorch ``ExactGP`` with the fitted ARD lengthscales, outputscale and noise (eval)."""
-    import gpytorch
-
-    class Model(gpytorch.models.ExactGP):
-        def __init__(self, X: torch.Tensor, y: torch.Tensor, lik: Any) -> None:
-            super().__init__(X, y, lik)
-            self.mean_module = gpytorch.means.ZeroMean()
-            self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.RBFKernel(ard_num_dims=X.shape[1])
-            )
-
-        def forward(self, x: torch.Tensor) -> Any:
-            return gpytorch.distributions.MultivariateNormal(
-                self.mean_module(x), self.covar_module(x)
-            )
-
-    torch.manual_seed(0)
-    lik = gpytorch.likelihoods.GaussianLikelihood(
-        noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
-    ).to(DTYPE)
-    lik.noise = noise
-    model = Model(X, y, lik).to(DTYPE)
-    model.covar_module.base_kernel.lengthscale = kernel.lengthscale.detach().clone()
-    model.covar_module.outputscale = float(kernel.outputscale)
-    model.eval()
-    lik.eval()
-    return model, lik
-
-
 def speed_tables(sz: Sizes) -> tuple[pn.gp.ExactGP, torch.Tensor, dict[int, Any], str]:
     """Tables 1 and 2; returns what the sampling table reuses."""
     what, X, y, Xs, ys = speed_problem(sz)
@@ -223,17 +183,7 @@ def speed_tables(sz: Sizes) -> tuple[pn.gp.ExactGP, torch.Tensor, dict[int, Any]
     t_fit, _ = once(lambda: gp.fit(X, y))
 
     # Exact: end to end (the public call), then the variance part alone.
-    t_exact, var_exact = once(lambda: gp.posterior(Xs).var)
-    Kxs = kernel(Xs, X)  # (t, n)
-    prior_var = kernel.diag(Xs)
-
-    def exact_var_only() -> torch.Tensor:
-        W = torch.linalg.solve_triangular(gp.L, Kxs.mT, upper=False)
-        return prior_var - (W * W).sum(0)
-
-    t_exact_v, var_exact_v = once(exact_var_only)
-    assert torch.allclose(var_exact_v, var_exact, rtol=1e-8, atol=1e-12)
-    del var_exact_v
+    t_exact, t_exact_v, var_exact, Kxs, prior_var = exact_variances(gp, kernel, Xs)
     gc.collect()
 
     exact_row = ["exact (Cholesky)", "-", f"{t_fit:.2f} (fit)", f"{t_exact_v:.2f} s"]
@@ -255,19 +205,10 @@ def speed_tables(sz: Sizes) -> tuple[pn.gp.ExactGP, torch.Tensor, dict[int, Any]
         g_first = g_var = None
         if peer_note is None:
             try:
-                import gpytorch
-
-                model, lik = gpytorch_model(X, y, kernel, noise)
+                model = gpytorch_peer.exact_model(X, y, kernel, noise)
 
                 def peer_predict(model: Any = model, k: int = k) -> tuple[Any, Any]:
-                    with (
-                        gpytorch.settings.fast_pred_var(),
-                        gpytorch.settings.max_root_decomposition_size(k),
-                        warnings.catch_warnings(),
-                    ):
-                        warnings.simplefilter("ignore")
-                        out = model(Xs)
-                        return out.mean, out.variance
+                    return gpytorch_peer.love(model, Xs, k)
 
                 g_first, _ = once(peer_predict)
                 fns["gpytorch"] = peer_predict
@@ -306,7 +247,7 @@ def speed_tables(sz: Sizes) -> tuple[pn.gp.ExactGP, torch.Tensor, dict[int, Any]
                     f"{max_rel(g_var, var_exact):.1e}",
                 ]
             )
-            del model, lik, fns
+            del model, fns
             gc.collect()
 
     print_table(

@@ -33,7 +33,7 @@ SMAE = mean |var − var_ref| / var(y_test) (the paper's scaled mean absolute er
 to noise ratio ``σ_f²/σ²`` say how informative each projection is: on a projection
 that explains little, every variance is close to the prior's and LOVE is exact early.
 "gpytorch": GPyTorch's ``GridInterpolationKernel`` + ``fast_pred_var`` at rank 50 on
-the same grid, kernel and noise (``_gpytorch_ski.py``; its kernel equals ours to
+the same grid, kernel and noise (``_gpytorch_peer.py``; its kernel equals ours to
 rounding level), its SMAE against the same exact SKI variances, and our per-point time
 ÷ its (after both caches, same test points, mean and variances).
 "From scratch" adds the cache (Lanczos + grid projection) to LOVE's time for all test
@@ -49,7 +49,7 @@ import argparse
 import sys
 import time
 
-import _gpytorch_ski as gpytorch_ski
+import _gpytorch_peer as gpytorch_peer
 import torch
 from _common import print_table, ratio
 
@@ -119,16 +119,16 @@ def _smae(gp, rank: int, Xs: torch.Tensor, ref: torch.Tensor) -> float:
 def _gpytorch_peer(X, y, base, noise, grid, bounds, Xs, sub, love_point, exact_ski):
     """GPyTorch's LOVE at rank 50 on the same model: (mean |var − ref|, ours ÷ its µs/pt)."""
     try:
-        model, K = gpytorch_ski.ski_model(X, y, base, noise, grid, bounds)
+        model, K = gpytorch_peer.ski_model(X, y, base, noise, grid, bounds)
         k = pn.kernels.GridInterpolation(base, grid.sizes[0], grid_bounds=bounds)
         with torch.no_grad():
             kdiff = float((K(X[:300]) - k(X[:300])).abs().max())
         assert kdiff < 1e-10 * float(base.outputscale), f"gpytorch's kernel differs by {kdiff}"
-        gpytorch_ski.love(model, Xs[:10], 50)  # builds its cache
+        gpytorch_peer.love(model, Xs[:10], 50)  # builds its cache
         reps = 5
         t0 = time.perf_counter()
         for _ in range(reps):
-            _, var = gpytorch_ski.love(model, Xs, 50)
+            _, var = gpytorch_peer.love(model, Xs, 50)
         point = (time.perf_counter() - t0) / reps / Xs.shape[0]
     except Exception as exc:  # the peer is optional
         print(f"gpytorch peer skipped: {type(exc).__name__}: {exc}", file=sys.stderr)

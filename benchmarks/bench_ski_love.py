@@ -56,7 +56,7 @@ prediction points = the split's test rows (all 4 573; ``--quick``: 1 000); grid
 
   Its grid and kernel are made equal to ours (max ``|K_gpytorch − K_ours|`` on 300
   training rows is printed: rounding level) with the three GPyTorch 1.15.2 adjustments
-  documented in ``_gpytorch_ski.py``.
+  documented in ``_gpytorch_peer.py``.
 
 **Table 3c. SMAE vs rank on other low-d real projections**: the same column choice
 (fit on 500 rows, 30 Adam steps; ``--quick``: 200, 15) on protein, elevators, bike,

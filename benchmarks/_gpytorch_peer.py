@@ -1,10 +1,12 @@
-"""GPyTorch's SKI model made equal to a pnsolve ``GridInterpolation`` model (the LOVE peer).
+"""GPyTorch models made equal to pnsolve's (the LOVE peers of the benchmarks).
 
-Used by ``bench_ski_love.py`` and ``bench_love_tables.py``: an ``ExactGP`` with
-``ZeroMean``, ``ScaleKernel(GridInterpolationKernel(RBFKernel(ard_num_dims=d), ...))``
-and ``GaussianLikelihood``, float64, eval mode, on pnsolve's grid, lengthscales,
-outputscale and noise. GPyTorch 1.15.2 needs three adjustments for the kernels to agree
-to rounding level:
+An ``ExactGP`` with ``ZeroMean`` and ``GaussianLikelihood`` in eval mode, in the data's
+dtype, with pnsolve's RBF-ARD lengthscales, outputscale and noise: :func:`exact_model`
+(``ScaleKernel(RBFKernel)``; ``bench_love.py``) and :func:`ski_model`
+(``ScaleKernel(GridInterpolationKernel(RBFKernel))`` on pnsolve's grid;
+``bench_ski_love.py``, ``bench_love_tables.py``); :func:`love` predicts with
+``fast_pred_var``. For the SKI model GPyTorch 1.15.2 needs three adjustments for the
+kernels to agree to rounding level:
 
 (a) ``create_grid`` puts the m points on ``[a − Δ, b + Δ]``, ``Δ = (b − a)/(m − 2)``
     (spacing ``(b − a) m / ((m − 1)(m − 2))``, not Δ): it gets the bounds
@@ -19,8 +21,8 @@ to rounding level:
     applied once per dimension (``s^d``), so the ``ScaleKernel`` goes outside.
 
 Its LOVE (``fast_pred_var``) starts Lanczos from ``num_probe_vectors`` (default 1)
-*random* grid columns drawn with torch's global generator: :func:`love` seeds it, so a
-run is repeatable.
+*random* columns drawn with torch's global generator: :func:`love` seeds it, so a run
+is repeatable.
 """
 
 from __future__ import annotations
@@ -32,6 +34,46 @@ from typing import Any
 import torch
 
 import pnsolve as pn
+
+
+def _exact_gp(
+    covar_module: Any, X: torch.Tensor, y: torch.Tensor, kernel: pn.kernels.RBF, noise: float
+) -> Any:
+    """``ExactGP(ZeroMean, ScaleKernel(covar_module), GaussianLikelihood)`` at pnsolve's
+    outputscale and noise, in ``X``'s dtype, eval mode (the lengthscales are the caller's).
+    """
+    import gpytorch
+
+    class Model(gpytorch.models.ExactGP):
+        def __init__(self, lik: Any) -> None:
+            super().__init__(X, y, lik)
+            self.mean_module = gpytorch.means.ZeroMean()
+            self.covar_module = gpytorch.kernels.ScaleKernel(covar_module)
+
+        def forward(self, x: torch.Tensor) -> Any:
+            return gpytorch.distributions.MultivariateNormal(
+                self.mean_module(x), self.covar_module(x)
+            )
+
+    lik = gpytorch.likelihoods.GaussianLikelihood(
+        noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
+    ).to(X.dtype)
+    model = Model(lik).to(X.dtype)
+    model.covar_module.outputscale = torch.tensor(float(kernel.outputscale.detach()), dtype=X.dtype)
+    lik.noise = torch.tensor(noise, dtype=X.dtype)
+    model.eval()
+    lik.eval()
+    return model
+
+
+def exact_model(X: torch.Tensor, y: torch.Tensor, kernel: pn.kernels.RBF, noise: float) -> Any:
+    """GPyTorch ``ExactGP`` with pnsolve's RBF-ARD kernel and noise (eval mode)."""
+    import gpytorch
+
+    model = _exact_gp(gpytorch.kernels.RBFKernel(ard_num_dims=X.shape[1]), X, y, kernel, noise)
+    ls = kernel.lengthscale.detach().reshape(-1).expand(X.shape[1]).clone()
+    model.covar_module.base_kernel.lengthscale = ls.to(X.dtype)
+    return model
 
 
 def ski_model(
@@ -73,35 +115,12 @@ def ski_model(
     ls = kernel.lengthscale.detach().reshape(-1).expand(d)
     ls_g = torch.tensor([float(ls[d - 1 - j]) * h[j] / h[d - 1 - j] for j in range(d)], dtype=dtype)
 
-    class Model(gpytorch.models.ExactGP):
-        def __init__(self, X: torch.Tensor, y: torch.Tensor, lik: Any) -> None:
-            super().__init__(X, y, lik)
-            self.mean_module = gpytorch.means.ZeroMean()
-            self.covar_module = gpytorch.kernels.ScaleKernel(
-                gpytorch.kernels.GridInterpolationKernel(
-                    gpytorch.kernels.RBFKernel(ard_num_dims=d),
-                    grid_size=m,
-                    num_dims=d,
-                    grid_bounds=gb,
-                )
-            )
-
-        def forward(self, x: torch.Tensor) -> Any:
-            return gpytorch.distributions.MultivariateNormal(
-                self.mean_module(x), self.covar_module(x)
-            )
-
-    lik = gpytorch.likelihoods.GaussianLikelihood(
-        noise_constraint=gpytorch.constraints.GreaterThan(1e-10)
-    ).to(dtype)
-    model = Model(X, y, lik).to(dtype)
-    ski = model.covar_module.base_kernel
-    ski.update_grid(ours)  # its create_grid ran in float32
-    ski.base_kernel.lengthscale = ls_g
-    model.covar_module.outputscale = torch.tensor(float(kernel.outputscale.detach()), dtype=dtype)
-    lik.noise = torch.tensor(noise, dtype=dtype)
-    model.eval()
-    lik.eval()
+    inner = gpytorch.kernels.GridInterpolationKernel(
+        gpytorch.kernels.RBFKernel(ard_num_dims=d), grid_size=m, num_dims=d, grid_bounds=gb
+    )
+    model = _exact_gp(inner, X, y, kernel, noise)
+    inner.update_grid(ours)  # its create_grid ran in float32
+    inner.base_kernel.lengthscale = ls_g
 
     def K(A: torch.Tensor) -> torch.Tensor:
         with torch.no_grad(), warnings.catch_warnings():
