@@ -72,3 +72,131 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+# ----------------------------------------------------------------------------------
+# pytest --device DEVICE: the suite's tensors on another device (docs/gpus.md).
+#
+# Test code (tests/, tutorials/) and the test-data helpers of the package
+# (pnsolve.testing, pnsolve.problems, pnsolve.datasets) create their tensors on DEVICE
+# through pnsolve.testing.device.DeviceMode; the library itself gets no default device, so
+# a constructor that forgets `device=` shows up as a mismatch. Tests that cannot run there
+# carry `@pytest.mark.cpu_only(reason=...)` and are skipped under another device. The
+# summary names how many tests touched the device. `lazy` is torch's lazy-tensor
+# (TorchScript) backend: a second device on a CPU-only machine, slow, for finding device
+# mismatches without a GPU.
+
+from pathlib import Path  # noqa: E402
+
+_ROOT = Path(__file__).resolve().parents[1]
+_DEVICE_ROOTS = [
+    _ROOT / "tests",
+    _ROOT / "tutorials",
+    _ROOT / "pnsolve" / "testing",
+    _ROOT / "pnsolve" / "problems",
+    _ROOT / "pnsolve" / "datasets",
+]
+_DEVICE_KEY = pytest.StashKey[object]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--device",
+        default=None,
+        help="device the suite's tensors are created on (default: cpu, no redirection); "
+        "e.g. cuda, cuda:1, lazy (a CPU emulation of a second device)",
+    )
+
+
+def _target_device(config: pytest.Config) -> torch.device | None:
+    name = config.getoption("--device")
+    return None if name is None else torch.device(name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cpu_only(reason): runs on CPU only; skipped under --device other than cpu (the "
+        "reason is required)",
+    )
+    device = _target_device(config)
+    config.stash[_DEVICE_KEY] = None
+    config._device_counts = {"on": 0, "off": 0, "cpu_only": 0}  # type: ignore[attr-defined]
+    if device is None:
+        return
+    if device.type == "lazy":
+        import torch._lazy.ts_backend
+
+        torch._lazy.ts_backend.init()
+    elif device.type == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device {device}: torch.cuda.is_available() is False")
+    from pnsolve.testing.device import DeviceMode
+
+    mode = DeviceMode(device, _DEVICE_ROOTS)
+    mode.__enter__()  # for the whole process: collection, fixtures of every scope, tests
+    config.stash[_DEVICE_KEY] = mode
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    device = _target_device(config)
+    for item in items:
+        marker = item.get_closest_marker("cpu_only")
+        if marker is None:
+            continue
+        reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+        if not reason:
+            raise pytest.UsageError(f"{item.nodeid}: cpu_only needs reason=")
+        if device is not None and device.type != "cpu":
+            item.add_marker(pytest.mark.skip(reason=f"cpu_only: {reason}"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    mode = item.config.stash.get(_DEVICE_KEY, None)
+    if mode is not None:
+        mode.reset()  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    mode = item.config.stash.get(_DEVICE_KEY, None)
+    if mode is not None and report.when == "call":
+        report.user_properties.append(("on_device", bool(mode.touched)))  # type: ignore[attr-defined]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # runs where the results are gathered (the xdist controller, or the only process)
+    counts = getattr(_CONFIG, "_device_counts", None)
+    if counts is None:
+        return
+    if report.when == "setup" and report.skipped and "cpu_only:" in str(report.longrepr):
+        counts["cpu_only"] += 1
+    if report.when == "call":
+        on = dict(report.user_properties).get("on_device")
+        if on is not None:
+            counts["on" if on else "off"] += 1
+
+
+_CONFIG: pytest.Config | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _CONFIG
+    _CONFIG = session.config
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    device = _target_device(config)
+    if device is None:
+        return
+    c = config._device_counts  # type: ignore[attr-defined]
+    ran = c["on"] + c["off"]
+    total = ran + c["cpu_only"]
+    share = 100.0 * c["on"] / total if total else 0.0
+    terminalreporter.write_line(
+        f"device {device}: {c['on']} of {total} tests ran on {device} ({share:.1f} %); "
+        f"{c['off']} ran without touching it; {c['cpu_only']} cpu_only (skipped)"
+    )

@@ -24,7 +24,9 @@ __all__ = [
     "check_preconditioner",
     "curvature_failure",
     "next_direction",
+    "not_pd_preconditioner",
     "replace_residuals",
+    "replacement_check",
 ]
 
 #: Periodic ("reliable update") replacement factor: in low precision the recursive
@@ -52,6 +54,19 @@ class ActiveColumns:
     best: torch.Tensor  # (ka,) smallest true residual of a failed convergence claim
     stalls: torch.Tensor  # (ka,) consecutive failed claims without halving ``best``
     aliased: bool
+    #: A deferred ``rᵀ M r ≤ 0`` test (0-d bool tensor) of the direction update at
+    #: iteration ``pending_it``, read with the next iteration's one host synchronisation.
+    pending: torch.Tensor | None = None
+    pending_it: int = 0
+
+    def resolve_pending(self, bad: bool | None = None) -> None:
+        """Raise if the deferred preconditioner test failed (``bad``: its value, if read)."""
+        if self.pending is None:
+            return
+        bad = bool(self.pending) if bad is None else bad
+        it, self.pending = self.pending_it, None
+        if bad:
+            raise not_pd_preconditioner(it)
 
     def keep(self, mask: torch.Tensor) -> None:
         """Drop the columns where ``mask`` is False."""
@@ -91,28 +106,50 @@ def curvature_failure(
     return nonpos
 
 
+def not_pd_preconditioner(it: int) -> NotPositiveDefiniteError:
+    """The error for ``rᵀ M r ≤ 0`` at iteration ``it``."""
+    return NotPositiveDefiniteError(
+        f"M is not positive definite: rᵀ M r ≤ 0 at iteration {it} (0-based)", iteration=it
+    )
+
+
 def check_preconditioner(M: LinearOperator | None, rz: torch.Tensor, it: int) -> None:
     """Raise when ``rᵀ M r ≤ 0`` for some column: ``M`` is not positive definite."""
     if M is not None and not bool((rz > 0).all()):
-        raise NotPositiveDefiniteError(
-            f"M is not positive definite: rᵀ M r ≤ 0 at iteration {it} (0-based)", iteration=it
-        )
+        raise not_pd_preconditioner(it)
+
+
+def replacement_check(cols: ActiveColumns, rn: torch.Tensor, reliable: bool) -> torch.Tensor:
+    """Columns whose true residual is recomputed now, shape ``(ka,)``, bool.
+
+    Convergence claims, and in low precision (``reliable``) the columns whose residual
+    dropped by :data:`RELIABLE_UPDATE_FACTOR` since the last replacement. No host
+    synchronisation.
+    """
+    claims = rn <= cols.tol
+    return claims | (rn <= RELIABLE_UPDATE_FACTOR * cols.rmax) if reliable else claims
 
 
 def replace_residuals(
-    A: LinearOperator, cols: ActiveColumns, rn: torch.Tensor, reliable: bool, count: ProductCount
+    A: LinearOperator,
+    cols: ActiveColumns,
+    rn: torch.Tensor,
+    check: torch.Tensor,
+    any_check: bool,
+    count: ProductCount,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Recompute true residuals where needed; update ``cols.R`` and ``rn`` in place.
+    """Recompute true residuals where ``check``; update ``cols.R`` and ``rn`` in place.
+
+    ``check`` comes from :func:`replacement_check`, ``any_check`` is ``bool(check.any())``
+    as the caller read it (with its other flags, in one host synchronisation).
 
     Returns ``(restart, stuck)`` masks: columns whose residual was replaced and did
     not meet the tolerance (their direction restarts) and columns whose true residual
     stagnated (three replacements in a row without halving the best true residual).
     """
-    claims = rn <= cols.tol
-    check = claims | (rn <= RELIABLE_UPDATE_FACTOR * cols.rmax) if reliable else claims
-    if not bool(check.any()):
+    if not any_check:
         torch.maximum(cols.rmax, rn, out=cols.rmax)
-        return claims, claims
+        return check, check  # all False
     c = check.nonzero().squeeze(1)
     Rt = cols.B[:, c] - count(A, cols.X[:, c], check=True)
     cols.R[:, c] = Rt
@@ -135,11 +172,15 @@ def next_direction(
 ) -> None:
     """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
 
-    ``rz > 0`` is checked on the columns ``checked`` (default all).
+    ``rz > 0`` is tested on the columns ``checked`` (default all) without a host
+    synchronisation: the test is left in ``cols.pending`` for the caller's next read
+    (:meth:`ActiveColumns.resolve_pending`).
     """
     Z = cols.R if M is None else M.matmat(cols.R)
     rz = torch.linalg.vecdot(cols.R, Z, dim=0)
-    check_preconditioner(M, rz if checked is None else rz[checked], it)
+    if M is not None:
+        bad = rz <= 0 if checked is None else (rz <= 0) & checked
+        cols.pending, cols.pending_it = bad.any(), it
     beta = torch.where(restart, 0.0, rz / cols.rz)
     cols.P.mul_(beta).add_(Z)
     cols.rz = rz

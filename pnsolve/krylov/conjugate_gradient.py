@@ -27,6 +27,7 @@ from .breakdown import (
     curvature_failure,
     next_direction,
     replace_residuals,
+    replacement_check,
 )
 from .cg_info import CGInfo, ProductCount, squeezed, stop_reason_of
 
@@ -334,18 +335,21 @@ def _iterate(
     stop: StopHook | None,
 ) -> StopReason | None:
     """Iterate until every column stopped, ``maxiter``, the callback or the stop hook."""
-    while cols.idx.numel() and run.it < maxiter:
-        restart = _step(run, cols, M)
-        if callback is not None:
-            if not cols.aliased:
-                run.X[:, cols.idx] = cols.X
-            if callback(run.X.clone()) is True:
-                return StopReason.CALLBACK
-        if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
-            return reason
-        if run.exact and cols.idx.numel():
-            next_direction(cols, M, restart, run.it)
-    return None
+    try:
+        while cols.idx.numel() and run.it < maxiter:
+            restart = _step(run, cols, M)
+            if callback is not None:
+                if not cols.aliased:
+                    run.X[:, cols.idx] = cols.X
+                if callback(run.X.clone()) is True:
+                    return StopReason.CALLBACK
+            if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
+                return reason
+            if run.exact and cols.idx.numel():
+                next_direction(cols, M, restart, run.it)
+        return None
+    finally:
+        cols.resolve_pending()  # a direction computed last (unused) is still checked
 
 
 def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
@@ -354,32 +358,45 @@ def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Ten
     Stops the columns that are done. Returns the mask of the remaining columns whose
     direction restarts.
 
+    One host synchronisation in an ordinary iteration: the flags "every curvature
+    positive", "a residual to replace (or, classically, a column done)" and the deferred
+    preconditioner test are read together; everything else is computed on the device
+    without branching. Rare events (curvature at rounding level, replacements, columns
+    stopping) take a few more.
+
     Classical PCG (``not run.exact``) updates unfused (``x + α p``, not ``addcmul``)
     and computes the next direction before freezing, as the kernel-system CG always did.
     """
     AP = run.count(run.A, cols.P)
     pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
-    healthy = bool(((pAp > 0) & (pAp < math.inf)).all())
-    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx)
-    alpha = cols.rz / pAp if dead is None else torch.where(dead, 0.0, cols.rz / pAp)
+    positive = (pAp > 0) & (pAp < math.inf)
+    alpha = torch.where(positive, cols.rz / pAp, 0.0)
     if run.exact:  # pn.cg: fused updates, residual replacement
         cols.X.addcmul_(cols.P, alpha)
         cols.R.addcmul_(AP, alpha, value=-1.0)
         rn = torch.linalg.vector_norm(cols.R, dim=0)
-        reliable = torch.finfo(cols.R.dtype).eps > 1e-10
-        restart, stuck = replace_residuals(run.A, cols, rn, reliable, run.count)
+        check = replacement_check(cols, rn, torch.finfo(cols.R.dtype).eps > 1e-10)
     else:  # classical PCG
         cols.X.add_(cols.P * alpha)
         cols.R.sub_(AP * alpha)
         rn = torch.linalg.vector_norm(cols.R, dim=0)
-        restart = stuck = torch.zeros_like(rn, dtype=torch.bool)
+        check = rn <= cols.tol  # done
+        next_direction(cols, M, torch.zeros_like(check), run.it + 1, checked=~check)
+    pending = cols.pending if cols.pending is not None else check.new_zeros(())
+    healthy, any_check, bad_m = torch.stack([positive.all(), check.any(), pending]).tolist()
+    cols.resolve_pending(bad_m)
+    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx)
+    if run.exact:
+        restart, stuck = replace_residuals(run.A, cols, rn, check, any_check, run.count)
+        done = rn <= cols.tol if any_check else check
+    else:  # no replacement: `check` is the mask of columns done
+        done, restart = check, torch.zeros_like(check)
+        stuck = restart
     run.it += 1
     run.history.append(run.history[-1].clone().index_copy_(0, cols.idx, rn))
-    done = rn <= cols.tol
-    if not run.exact:
-        next_direction(cols, M, restart, run.it, checked=~done)
-    stop = done | stuck if dead is None else done | stuck | dead
-    if bool(stop.any()):
-        run.freeze(cols, stop, done, stuck, dead)
-        restart = restart[~stop]
+    if any_check or dead is not None:
+        stop = done | stuck if dead is None else done | stuck | dead
+        if bool(stop.any()):
+            run.freeze(cols, stop, done, stuck, dead)
+            restart = restart[~stop]
     return restart

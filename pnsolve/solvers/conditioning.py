@@ -92,6 +92,8 @@ class Update:
     rank_added: int  # 0: breakdown (every new direction dependent); dx = dr = 0 then
     products: int  # extra products with A (0 under the inverse prior unless images are redone)
     matvecs: int  # columns multiplied in those extra products
+    #: ``‖r − dr‖`` read on the host with the update's flags (device path), else ``None``
+    residual_norm: float | None = None
 
 
 class _Block(NamedTuple):
@@ -149,7 +151,16 @@ class Conditioner:
         # error of a recursive image. Every rounding term is proportional to eps·‖A‖, so
         # the estimates stay valid when the estimate of ‖A‖ below grows.
         self.weight = torch.zeros(0, dtype=A.dtype, device=A.device)
-        self.norm_A = _norm_estimate(A)  # grown by every observed ‖A s‖ / ‖s‖
+        # grown by every observed ‖A s‖ / ‖s‖ (0-d tensor: updated without a host read)
+        self.norm_A = torch.tensor(_norm_estimate(A), dtype=A.dtype, device=A.device)
+        # Off the CPU a host read stalls the device: single actions then take the
+        # device path (decisions read together, once per update; see `_condition_one`).
+        self.device_path = self._device_path(A)
+
+    @staticmethod
+    def _device_path(A: LinearOperator) -> bool:
+        """Whether single actions are conditioned with one host read (off the CPU)."""
+        return A.device.type != "cpu"
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Views ``(V, T, W)`` for a belief (``T is V`` and ``W is AV`` when shared)."""
@@ -181,11 +192,15 @@ class Conditioner:
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
+        if self.device_path and S.shape[1] == 1:
+            update = self._condition_one(S, Z, SZ, ASZ, prior_curv, r, extra, allow_products)
+            if update is not None:
+                return update
         if not bool(torch.isfinite(prior_curv).all()):
             raise NonFiniteObservation(f"non-finite action or image at iteration {iteration}")
         s_norm = torch.linalg.vector_norm(S, dim=0)
         ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
-        self.norm_A = max(self.norm_A, float(ratio.max()))
+        self.norm_A = torch.maximum(self.norm_A, ratio.max())
         block = self._conjugated(S, Z, SZ, ASZ, prior_curv)
         products, matvecs = extra, extra * S.shape[1]
         B = self._basis(block, prior_curv, iteration)
@@ -210,7 +225,64 @@ class Conditioner:
             matvecs=matvecs,
         )
 
-    def _conjugated(self, S, Z, SZ, ASZ, prior_curv) -> _Block:
+    def _condition_one(self, S, Z, SZ, ASZ, prior_curv, r, extra, allow_products):
+        """The update for one action with a single host read, or ``None`` (rare cases).
+
+        The same steps as the host path, computed without branching on device values: the
+        Gram–Schmidt passes subtract every term above rounding level (masked, not
+        gathered), and the flags "non-finite", "negative curvature", "dependent",
+        "untrusted image" are read together with the new residual norm. Nothing is stored
+        before that read; when a flag other than "non-finite" is set, ``None`` hands the
+        action to the host path, which handles breakdowns, negative curvature and image
+        recomputation as usual.
+        """
+        s_norm = torch.linalg.vector_norm(S, dim=0)
+        ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
+        norm_A = torch.maximum(self.norm_A, ratio.max())
+        block = self._conjugated(S, Z, SZ, ASZ, prior_curv, masked=True)
+        G = torch.linalg.vecdot(block.W, block.C, dim=0)  # (1,)
+        scale = torch.maximum(
+            torch.linalg.vector_norm(block.W, dim=0) * torch.linalg.vector_norm(block.C, dim=0),
+            prior_curv,
+        )
+        d = torch.where(scale > 0, scale, torch.ones_like(scale)).rsqrt()
+        lam = G * d * d
+        band = 10.0 * self.sqrt_n * self.eps
+        negative = (lam < -band) if self.shares else torch.zeros_like(lam, dtype=torch.bool)
+        B = (d * lam.clamp_min(band).rsqrt()).reshape(1, 1)
+        new = block.combined(B)
+        fresh = torch.linalg.vector_norm(new.C, dim=0)
+        tol = image_tolerance(self.eps) * torch.linalg.vector_norm(new.AC, dim=0)
+        untrusted = (self.eps * norm_A * new.err > tol) & (new.err > REDO_GAIN * fresh)
+        g = new.T.mT @ r
+        dx, dr = new.C @ g, new.AC @ g
+        rn = torch.linalg.vector_norm(r - dr)
+        flags = torch.stack(
+            [
+                torch.isfinite(prior_curv).all(),
+                negative.any(),
+                (lam <= band).any(),
+                untrusted.any() & (self.shares or not allow_products),
+            ]
+        )
+        # the one host read of the update: four flags and the new residual norm
+        finite, negative_, dependent, redo, rn_value = torch.cat(
+            [flags.to(rn.dtype), rn.reshape(1)]
+        ).tolist()
+        if not finite:
+            raise NonFiniteObservation("non-finite action or image")
+        if negative_ or dependent or redo:
+            return None
+        self.norm_A = norm_A
+        self.V.append(new.C)
+        self.AV.append(new.AC)
+        if not self.shares:
+            self.T.append(new.T)
+            self.W.append(new.W)
+        self.weight = torch.cat([self.weight, new.err])
+        return Update(dx, dr, 1, extra, extra * S.shape[1], residual_norm=rn_value)
+
+    def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> _Block:
         """The block ``Σ_i Z`` (``C``), its image ``AC``, the right factor and the images.
 
         Two Gram–Schmidt passes against the observed directions (CGS2); ``err`` is the
@@ -220,9 +292,9 @@ class Conditioner:
         C, AC, Tn, Wn = SZ, ASZ, S, Z
         if self.V.view().shape[1]:
             scale = prior_curv.sqrt()
-            C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale)
+            C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale, masked)
             err = torch.hypot(err, inc)
-            C, AC, Tn, Wn, inc = self._conjugate(Wn, C, AC, Tn, Wn, scale)  # CGS2
+            C, AC, Tn, Wn, inc = self._conjugate(Wn, C, AC, Tn, Wn, scale, masked)  # CGS2
             err = torch.hypot(err, inc)
         elif self.shares:
             Tn, Wn = C, AC
@@ -338,7 +410,7 @@ class Conditioner:
         B = P[:, keep] * mu[keep].rsqrt()
         return Vn @ B, AVn @ B, Tn @ B, Wn @ B, torch.linalg.vector_norm(B * err[:, None], dim=0)
 
-    def _conjugate(self, Y, C, AC, Tn, Wn, scale):
+    def _conjugate(self, Y, C, AC, Tn, Wn, scale, masked: bool = False):
         """One Gram–Schmidt pass of the new direction against the observed ones.
 
         With coefficients ``coef = Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated
@@ -352,15 +424,20 @@ class Conditioner:
         ``eps · scale`` (``scale`` = the action's norm in that metric, per column) are
         rounding noise and skipped. For CG's search directions (conjugate in exact
         arithmetic) that leaves a few terms, so the update reads ``V`` once instead of
-        three times.
+        three times. ``masked`` (the device path) zeroes those terms instead of gathering
+        the others, so no count is read on the host.
         """
         V, AV = self.V.view(), self.AV.view()
         coef = V.mT @ Y
         rows = (coef.abs() > self.eps * scale).any(dim=1)
-        k = int(rows.sum())
-        if k == 0:
-            return C, AC, Tn, Wn, torch.zeros_like(scale)
         weight = self.weight
+        if masked:  # the device path: the same terms, without reading k on the host
+            coef = torch.where(rows[:, None], coef, 0.0)
+            k = coef.shape[0]
+        else:
+            k = int(rows.sum())
+            if k == 0:
+                return C, AC, Tn, Wn, torch.zeros_like(scale)
         if 4 * k < coef.shape[0]:
             idx = rows.nonzero().squeeze(1)
             coef, V, AV, weight = coef[idx], V[:, idx], AV[:, idx], weight[idx]

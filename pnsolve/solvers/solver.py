@@ -187,12 +187,14 @@ class ProbabilisticLinearSolver:
             x0, r, products = x0.clone(), b - _observe(A, x0.unsqueeze(-1), -1).squeeze(-1), 1
         V, T, W = run.factors()
         belief = GaussianSolutionBelief(A, b, x0, self.prior, V, T, W, calibrated=True)
+        b_norm = torch.linalg.vector_norm(b)
         return SolverState(
             iteration=0,
             belief=belief,
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
-            b_norm=torch.linalg.vector_norm(b),
+            b_norm=b_norm,
+            b_norm_value=float(b_norm) if run.device_path else None,
             products=products,
             matvecs=products,
             policy_memory=self.policy.initial_memory(A, b, generator),
@@ -223,6 +225,8 @@ class ProbabilisticLinearSolver:
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
             b_norm=state.b_norm,
+            residual_norm_value=update.residual_norm,
+            b_norm_value=state.b_norm_value,
             products=state.products + 1 + update.products,
             matvecs=state.matvecs + S.shape[1] + update.matvecs,
             action=S,
@@ -259,6 +263,7 @@ class ProbabilisticLinearSolver:
             belief=belief,
             residual=r,
             residual_norm=torch.linalg.vector_norm(r),
+            residual_norm_value=None,
             products=state.products + update.products,
             matvecs=state.matvecs + update.matvecs,
         )

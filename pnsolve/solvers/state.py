@@ -50,6 +50,10 @@ class SolverState:
         The solver's preconditioner (read by the CG policy), or ``None``.
     stop_reason
         Set on the last state of a run, ``None`` before.
+    residual_norm_value, b_norm_value
+        ``‖r_i‖`` and ``‖b‖`` as Python floats when the loop has read them on the host
+        already (off the CPU, with the iteration's one synchronisation), else ``None``;
+        stopping criteria use them instead of reading the tensors again.
     """
 
     iteration: int
@@ -65,6 +69,17 @@ class SolverState:
     stopping_memory: object = None
     preconditioner: LinearOperator | None = None
     stop_reason: StopReason | None = None
+    residual_norm_value: float | None = None
+    b_norm_value: float | None = None
+
+    def host_norms(self) -> tuple[float, float]:
+        """``(‖r_i‖, ‖b‖)`` as floats: the host copies when read already, else read now."""
+        rn = self.residual_norm_value
+        bn = self.b_norm_value
+        return (
+            float(self.residual_norm) if rn is None else rn,
+            float(self.b_norm) if bn is None else bn,
+        )
 
     @property
     def A(self) -> LinearOperator:
@@ -79,7 +94,8 @@ class SolverState:
     @property
     def relative_residual_norm(self) -> torch.Tensor:
         """``‖r_i‖ / ‖b‖`` (``‖r_i‖`` when ``b = 0``)."""
-        return self.residual_norm / self.b_norm if float(self.b_norm) > 0 else self.residual_norm
+        b_norm = float(self.b_norm) if self.b_norm_value is None else self.b_norm_value
+        return self.residual_norm / self.b_norm if b_norm > 0 else self.residual_norm
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

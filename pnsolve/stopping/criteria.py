@@ -88,10 +88,11 @@ class ResidualNorm(StoppingCriterion):
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
         """See :meth:`StoppingCriterion.check`; ``ZERO_RHS`` if ``b = 0``, ``CONVERGED`` if met."""
-        if float(state.b_norm) == 0.0:
+        residual_norm, b_norm = state.host_norms()
+        if b_norm == 0.0:
             return StopReason.ZERO_RHS
-        tol = max(self.rtol * float(state.b_norm), self.atol)
-        return StopReason.CONVERGED if float(state.residual_norm) <= tol else None
+        tol = max(self.rtol * b_norm, self.atol)
+        return StopReason.CONVERGED if residual_norm <= tol else None
 
     def __repr__(self) -> str:
         return f"ResidualNorm(rtol={self.rtol}, atol={self.atol})"

@@ -1,6 +1,11 @@
-"""Public testing utilities: tolerances, product counting, SPD strategies, contract mixins."""
+"""Public testing utilities.
+
+Tolerances, product counting, SPD strategies, contract mixins, device redirection and
+host-synchronisation counting.
+"""
 
 from .counting import CountingOperator
+from .device import DeviceMode, HostSyncCounter, count_host_syncs
 from .moments import moment_threshold, moment_z_scores
 from .tolerances import (
     conjugacy_tol,
@@ -15,7 +20,10 @@ from .tolerances import (
 
 __all__ = [
     "CountingOperator",
+    "DeviceMode",
+    "HostSyncCounter",
     "conjugacy_tol",
+    "count_host_syncs",
     "eps",
     "exact_tol",
     "iterative_tol",

@@ -26,6 +26,19 @@ from pnsolve.testing.strategies import spd_problems
 F64, F32 = torch.float64, torch.float32
 
 
+@pytest.fixture(autouse=True, scope="module", params=["host path", "device path"])
+def conditioning_path(request):
+    """Every invariant on both update paths: the CPU's (host decisions) and the one taken
+    off the CPU (one host read per single action), forced here on CPU."""
+    from pnsolve.solvers.conditioning import Conditioner
+
+    original = Conditioner.__dict__["_device_path"]
+    if request.param == "device path":
+        Conditioner._device_path = staticmethod(lambda A: True)
+    yield request.param
+    Conditioner._device_path = original
+
+
 def _near_previous(tau: float):
     """Custom policy: the previous action plus ``tau`` times the residual (heavy cancellation)."""
 

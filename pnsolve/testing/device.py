@@ -1,0 +1,257 @@
+"""Run a test suite on another device, and count host synchronisations.
+
+Two :class:`~torch.overrides.TorchFunctionMode` helpers for test suites (pnsolve's own
+``pytest --device cuda`` is built on them):
+
+* :class:`DeviceMode` places the tensors that *test code* creates on a device: tensor
+  factories (``torch.randn``, ``torch.zeros``, ``torch.tensor``, ...) called without a
+  ``device=`` from the files it is told about (the test suite, its helpers) get that
+  device, ``torch.from_numpy`` there moves its result to it, and NumPy views
+  (``t.numpy()``, ``np.asarray(t)``) taken there read device tensors through the host.
+  A draw with a generator on another device (``torch.Generator()`` is a CPU generator)
+  is made on the generator's device and moved, so a seed gives the same numbers on
+  every device and the suite's statistical tests see the same data. Calls from
+  anywhere else (the library under test, torch itself, peers) are left alone: the
+  library must follow its inputs' device by itself, and a factory that forgets
+  ``device=`` shows up as a device mismatch instead of being rescued by a global default.
+* :class:`HostSyncCounter` counts the operations that make the host wait for a CUDA
+  stream (``.item()``, ``bool(t)``, ``.tolist()``, ``.cpu()``, ``nonzero``, boolean-mask
+  indexing, error-checked ``torch.linalg`` factorisations, ...). It works on any device,
+  so a CPU-only CI can hold an iteration to its one stopping check.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
+
+__all__ = ["DeviceMode", "HostSyncCounter", "count_host_syncs"]
+
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+#: NumPy views of a tensor; from test code they read the tensor through the host.
+_HOST_VIEWS: frozenset[Callable[..., Any]] = frozenset(
+    {torch.Tensor.numpy, torch.Tensor.__array__}  # type: ignore[arg-type]
+)
+
+
+def _caller_file() -> str:
+    """File of the innermost Python frame outside this module and outside torch."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_TORCH_DIR) and name != __file__:
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
+class DeviceMode(TorchFunctionMode):
+    """Place tensors created by chosen source files on ``device``.
+
+    Parameters
+    ----------
+    device
+        Target device, e.g. ``"cuda"`` (``torch.device`` or string).
+    roots
+        Directories (or files) whose code is redirected: a factory called without
+        ``device=`` from a file below one of them creates its tensor on ``device``.
+        Factories called from anywhere else keep torch's own default.
+
+    Attributes
+    ----------
+    touched : bool
+        Whether an operation has returned a tensor on ``device`` since the last
+        :meth:`reset` (pnsolve's conftest counts the tests that ran on the device by it).
+
+    Notes
+    -----
+    The mode is thread-local (as every torch function mode): threads and subprocesses a
+    test starts create their tensors as torch would without it.
+    """
+
+    def __init__(self, device: torch.device | str, roots: Iterable[str | Path]) -> None:
+        super().__init__()
+        self.device = torch.device(device)
+        self.roots = tuple(str(Path(r).resolve()) for r in roots)
+        self.touched = False
+        self._factories = _device_constructors()
+        self._verdicts: dict[str, bool] = {}
+
+    def reset(self) -> None:
+        """Forget that the device was touched."""
+        self.touched = False
+
+    def _on_device(self, t: torch.Tensor) -> bool:
+        dev = t.device
+        return dev.type == self.device.type and (
+            self.device.index is None or dev.index == self.device.index
+        )
+
+    def _redirects(self, filename: str) -> bool:
+        verdict = self._verdicts.get(filename)
+        if verdict is None:
+            verdict = any(filename.startswith(root) for root in self.roots)
+            self._verdicts[filename] = verdict
+        return verdict
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = {} if kwargs is None else kwargs
+        if func in self._factories and kwargs.get("device") is None:
+            redirect = self._redirects(_caller_file())
+            out = self._create(func, args, kwargs) if redirect else func(*args, **kwargs)
+        elif func in _HOST_VIEWS and self._redirects(_caller_file()):
+            # test code reading a device tensor into NumPy: through the host, explicitly
+            out = func(args[0].cpu(), *args[1:], **kwargs)
+        elif func is torch.from_numpy and self._redirects(_caller_file()):
+            out = func(*args, **kwargs).to(self.device)
+        else:
+            out = func(*args, **kwargs)
+        if not self.touched and isinstance(out, torch.Tensor) and self._on_device(out):
+            self.touched = True
+        return out
+
+    def _create(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
+        generator = kwargs.get("generator")
+        if isinstance(generator, torch.Generator) and generator.device.type != self.device.type:
+            # draw where the generator lives (same numbers on every device), then move
+            kwargs = {**kwargs, "device": generator.device}
+            return func(*args, **kwargs).to(self.device)
+        return func(*args, **{**kwargs, "device": self.device})
+
+
+def _bool_index(index: object) -> bool:
+    """Whether an indexing key holds a boolean tensor (a data-dependent shape)."""
+    keys = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(k, torch.Tensor) and k.dtype == torch.bool for k in keys)
+
+
+def _always(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
+def _to_host(self: torch.Tensor, *args: Any, **kwargs: Any) -> bool:
+    """``t.to(...)`` copies between devices (a transfer waits for the stream)."""
+    target = kwargs.get("device", args[0] if args else None)
+    if isinstance(target, torch.Tensor):
+        target = target.device
+    if isinstance(target, torch.dtype) or target is None:
+        return False
+    try:
+        return torch.device(target).type != self.device.type
+    except (TypeError, RuntimeError):
+        return False
+
+
+def _where(*args: Any, **kwargs: Any) -> bool:
+    return len(args) + len(kwargs) == 1
+
+
+def _repeat_interleave(*args: Any, **kwargs: Any) -> bool:
+    repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+    return isinstance(repeats, torch.Tensor) and kwargs.get("output_size") is None
+
+
+def _getitem(self: torch.Tensor, index: object, *args: Any) -> bool:
+    return _bool_index(index)
+
+
+T = torch.Tensor
+#: Operations that synchronise the host with the device stream, with a predicate on the
+#: call's arguments (whether this call does).
+SYNCING: dict[Callable[..., Any], Callable[..., bool]] = {
+    **dict.fromkeys(
+        (T.item, T.tolist, T.__bool__, T.__int__, T.__float__, T.__index__, T.__complex__),
+        _always,
+    ),
+    **dict.fromkeys((T.numpy, T.cpu), _always),
+    **dict.fromkeys((T.nonzero, torch.nonzero, T.argwhere, torch.argwhere), _always),
+    **dict.fromkeys((T.masked_select, torch.masked_select, T.unique, torch.unique), _always),
+    **dict.fromkeys((torch.unique_consecutive, T.unique_consecutive, torch.bincount), _always),
+    **dict.fromkeys((T.bincount,), _always),
+    # error-checked factorisations read their `info` on the host (the `_ex` forms do not)
+    **dict.fromkeys(
+        (
+            torch.linalg.cholesky,
+            torch.cholesky,
+            torch.linalg.inv,
+            torch.inverse,
+            torch.linalg.solve,
+            torch.linalg.eigh,
+            torch.linalg.eigvalsh,
+        ),
+        _always,
+    ),
+    T.to: _to_host,
+    torch.where: _where,
+    T.repeat_interleave: _repeat_interleave,
+    torch.repeat_interleave: _repeat_interleave,
+    T.__getitem__: _getitem,
+    T.__setitem__: _getitem,
+}
+
+
+class HostSyncCounter(TorchFunctionMode):
+    """Count host synchronisations while active (see :func:`count_host_syncs`).
+
+    Attributes
+    ----------
+    count : int
+        Synchronising operations seen.
+    by_op : collections.Counter
+        The same, per operation name.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.by_op: Counter[str] = Counter()
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = {} if kwargs is None else kwargs
+        syncs = SYNCING.get(func)
+        if syncs is not None and syncs(*args, **kwargs):
+            self.count += 1
+            self.by_op[getattr(func, "__name__", repr(func))] += 1
+        return func(*args, **kwargs)
+
+
+def count_host_syncs() -> HostSyncCounter:
+    """A context manager counting host synchronisations of the code inside it.
+
+    Returns
+    -------
+    HostSyncCounter
+        Use as ``with count_host_syncs() as syncs: ...``; then ``syncs.count``.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> from pnsolve.testing import count_host_syncs
+    >>> A = torch.eye(3, dtype=torch.float64); b = torch.ones(3, dtype=torch.float64)
+    >>> with count_host_syncs() as syncs:
+    ...     _ = bool((A @ b).sum() > 0)
+    >>> syncs.count
+    1
+    """
+    return HostSyncCounter()
