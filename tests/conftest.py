@@ -86,6 +86,7 @@ def one_thread():
 # (TorchScript) backend: a second device on a CPU-only machine, slow, for finding device
 # mismatches without a GPU.
 
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 _ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +106,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="device the suite's tensors are created on (default: cpu, no redirection); "
         "e.g. cuda, cuda:1, lazy (a CPU emulation of a second device)",
+    )
+    parser.addoption(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="seconds per process after which the remaining tests are skipped ('time "
+        "budget'), so a lent machine's run ends with its reports (make gpu-check)",
     )
 
 
@@ -140,6 +148,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     device = _target_device(config)
     for item in items:
+        if item.get_closest_marker("keops") is not None:
+            # one worker compiles the KeOps formulas (`--dist loadgroup`): no build races
+            item.add_marker(pytest.mark.xdist_group("keops"))
         marker = item.get_closest_marker("cpu_only")
         if marker is None:
             continue
@@ -150,8 +161,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"cpu_only: {reason}"))
 
 
+_START = time.monotonic()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    budget = item.config.getoption("--time-budget")
+    if budget is not None and time.monotonic() - _START > budget:
+        pytest.skip(f"time budget: {budget:.0f} s spent")
     mode = item.config.stash.get(_DEVICE_KEY, None)
     if mode is not None:
         mode.reset()  # type: ignore[attr-defined]

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.cpu_only(reason="the import graph: no tensors")
+
 PACKAGE = Path(__file__).resolve().parents[1] / "pnsolve"
 
 LAYERS: dict[str, int] = {

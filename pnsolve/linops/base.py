@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from .._core.errors import MissingStructureError
+from .._core.precision import full_float32
 from .._core.validation import check_same_device, check_same_dtype, check_tensor
 
 __all__ = ["LinearOperator", "RowIndex"]
@@ -129,6 +130,7 @@ class LinearOperator:
         )
 
     # ------------------------------------------------------------------- public
+    @full_float32
     def matmat(self, X: torch.Tensor) -> torch.Tensor:
         """Product with a matrix.
 
@@ -147,6 +149,7 @@ class LinearOperator:
             raise ValueError(f"X must have shape (n, k), got {tuple(X.shape)}")
         return self._matmat(X)
 
+    @full_float32
     def matvec(self, x: torch.Tensor) -> torch.Tensor:
         """Product with a vector ``x`` of shape ``(n,)``; returns shape ``(m,)``."""
         x = self._check_operand(x, self.shape[1], "x")
@@ -154,6 +157,7 @@ class LinearOperator:
             raise ValueError(f"x must have shape (n,), got {tuple(x.shape)}")
         return self._matmat(x.unsqueeze(-1)).squeeze(-1)
 
+    @full_float32
     def rmatmat(self, X: torch.Tensor) -> torch.Tensor:
         """Transposed product ``Aᵀ @ X`` for ``X`` of shape ``(m,)`` or ``(m, k)``."""
         X = self._check_operand(X, self.shape[0], "X")
@@ -161,6 +165,7 @@ class LinearOperator:
             return self._rmatmat(X.unsqueeze(-1)).squeeze(-1)
         return self._rmatmat(X)
 
+    @full_float32
     def __matmul__(self, other: torch.Tensor) -> torch.Tensor:
         if isinstance(other, LinearOperator):
             from .product import Product
@@ -201,6 +206,7 @@ class LinearOperator:
         """
         return self._diagonal()
 
+    @full_float32
     def row_block(self, rows: RowIndex) -> torch.Tensor:
         """Dense rows ``A[rows, :]`` of shape ``(len(rows), n)``.
 
@@ -216,6 +222,7 @@ class LinearOperator:
         idx = self._row_index(rows)
         return self._row_block(idx)
 
+    @full_float32
     def column_block(self, cols: RowIndex) -> torch.Tensor:
         """Dense columns ``A[:, cols]`` of shape ``(m, len(cols))``.
 
@@ -230,6 +237,7 @@ class LinearOperator:
         E[idx, torch.arange(idx.numel(), device=self.device)] = 1
         return self._matmat(E)
 
+    @full_float32
     def to_dense(self) -> torch.Tensor:
         """The full matrix, shape ``(m, n)``: an explicit, user-requested densification."""
         eye = torch.eye(self.shape[1], dtype=self.dtype, device=self.device)

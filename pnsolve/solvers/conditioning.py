@@ -40,6 +40,7 @@ import torch
 
 from .._core.columns import ColumnBuffer
 from .._core.errors import MissingStructureError, NotPositiveDefiniteError
+from .._core.precision import full_float32
 from ..beliefs.priors import Prior
 from ..linops.base import LinearOperator
 
@@ -169,6 +170,7 @@ class Conditioner:
             return V, V, self.AV.view()
         return V, self.T.view(), self.W.view()
 
+    @full_float32
     def condition(
         self,
         S: torch.Tensor,

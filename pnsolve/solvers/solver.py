@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from .._core.precision import ieee_float32
 from .._core.stop_reason import StopReason
 from .._core.validation import check_finite, check_generator
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
@@ -120,10 +121,11 @@ class ProbabilisticLinearSolver:
                 yield state
                 if reason is not None:
                     return
-                S, memory = self.policy(state, generator)  # policy
-                S = _check_actions(S, A, state.iteration, self.policy)
-                Z = _observe(A, S, state.iteration)  # information operator
-                state = self._update(run, state, S, Z, memory)  # belief update
+                with ieee_float32():  # never TF32/bf16, whatever the caller set
+                    S, memory = self.policy(state, generator)  # policy
+                    S = _check_actions(S, A, state.iteration, self.policy)
+                    Z = _observe(A, S, state.iteration)  # information operator
+                    state = self._update(run, state, S, Z, memory)  # belief update
                 if record is not None and state.stop_reason is not StopReason.BREAKDOWN:
                     record(A, S, Z)  # a Krylov buffer keeps informative actions for later
 

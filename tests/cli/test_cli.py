@@ -11,6 +11,10 @@ import pytest
 
 from pnsolve.cli import main
 
+pytestmark = pytest.mark.cpu_only(
+    reason="the CLI runs on CPU (no --device option), mostly in subprocesses"
+)
+
 
 @pytest.mark.slow
 def test_demo_prints_table_and_writes_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

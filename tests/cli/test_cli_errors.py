@@ -14,6 +14,10 @@ from pnsolve.cli import main
 from pnsolve.cli.main import _build_parser
 from pnsolve.gp.training import load_checkpoint
 
+pytestmark = pytest.mark.cpu_only(
+    reason="the CLI runs on CPU (no --device option), mostly in subprocesses"
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -15,7 +15,10 @@ import pytest
 
 from pnsolve.cli import main
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.cpu_only(reason="the CLI runs on CPU (no --device option), mostly in subprocesses"),
+]
 
 FIT = ["--dataset", "concrete", "--subsample", "300", "--solver", "cg", "--estimator",
        "standard", "--steps", "2", "--num-probes", "4", "--tol", "1e-8",

@@ -11,6 +11,10 @@ import torch
 
 from pnsolve.cli import main
 
+pytestmark = pytest.mark.cpu_only(
+    reason="the CLI runs on CPU (no --device option), mostly in subprocesses"
+)
+
 
 def _csv(path: Path, n=160, gz=False) -> Path:
     g = torch.Generator().manual_seed(0)

@@ -9,6 +9,10 @@ import pytest
 
 from pnsolve.cli import main
 
+pytestmark = pytest.mark.cpu_only(
+    reason="the CLI runs on CPU (no --device option), mostly in subprocesses"
+)
+
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:
     return [

@@ -17,7 +17,10 @@ import pnsolve as pn
 from pnsolve.testing import exact_tol, iterative_tol
 from pnsolve.testing.ranks import RankFailure, run_ranks
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.cpu_only(reason="gloo ranks are CPU processes; NCCL needs one GPU per rank"),
+]
 
 F64 = torch.float64
 #: Algorithms (iterative solves, training) against one process: the issue's 1e-10 in

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.cpu_only(
+    reason="documentation and its examples: no device-specific computation"
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 HOOK = ROOT / "docs" / "_hooks" / "sphinx_roles.py"
 

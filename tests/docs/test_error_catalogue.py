@@ -26,6 +26,10 @@ import torch
 
 import pnsolve as pn
 
+pytestmark = pytest.mark.cpu_only(
+    reason="documentation and its examples: no device-specific computation"
+)
+
 F64 = torch.float64
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "errors.md"
