@@ -27,6 +27,7 @@ SCRIPTS = [
     "bench_sgld_large.py",  # seed 000 §5.2, matrix-free chains: about 35 minutes (--quick: 1)
     "bench_qsgp_cost.py",  # seed 002: flat cost per step, Fig. 1 (--quick: 1 minute)
     "bench_qsgp_uci.py",  # seed 002 Table 2 + digits: about 2.5 hours (--quick: 1 minute)
+    "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: about 1.5 minutes
 ]
 
 
