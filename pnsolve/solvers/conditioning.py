@@ -213,12 +213,7 @@ class Conditioner:
         if new is None:
             return self._breakdown(r, products, matvecs)
         g = new.T.mT @ r
-        self.V.append(new.C)
-        self.AV.append(new.AC)
-        if not self.shares:
-            self.T.append(new.T)
-            self.W.append(new.W)
-        self.weight = torch.cat([self.weight, new.err])
+        self._store(new)
         return Update(
             dx=new.C @ g,
             dr=new.AC @ g,
@@ -276,13 +271,17 @@ class Conditioner:
         if negative_ or dependent or redo:
             return None
         self.norm_A = norm_A
+        self._store(new)
+        return Update(dx, dr, 1, extra, extra * S.shape[1], residual_norm=rn_value)
+
+    def _store(self, new: _Block) -> None:
+        """Append the new directions, their images and image-error estimates."""
         self.V.append(new.C)
         self.AV.append(new.AC)
         if not self.shares:
             self.T.append(new.T)
             self.W.append(new.W)
         self.weight = torch.cat([self.weight, new.err])
-        return Update(dx, dr, 1, extra, extra * S.shape[1], residual_norm=rn_value)
 
     def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> _Block:
         """The block ``Σ_i Z`` (``C``), its image ``AC``, the right factor and the images.
