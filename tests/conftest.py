@@ -133,9 +133,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if device is None:
         return
     if device.type == "lazy":
-        import torch._lazy.ts_backend
+        from pnsolve.testing.device import lazy_device
 
-        torch._lazy.ts_backend.init()
+        lazy_device()
     elif device.type == "cuda" and not torch.cuda.is_available():
         raise pytest.UsageError(f"--device {device}: torch.cuda.is_available() is False")
     from pnsolve.testing.device import DeviceMode

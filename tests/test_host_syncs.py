@@ -18,6 +18,7 @@ import torch
 import pnsolve as pn
 from pnsolve.solvers.conditioning import Conditioner
 from pnsolve.testing import count_host_syncs, krylov_tol
+from pnsolve.testing.device import lazy_device
 
 F64, F32 = torch.float64, torch.float32
 #: host reads a whole solve may add to its one per iteration (setup, stop reason, exit)
@@ -102,13 +103,12 @@ def test_itergp_device_path_reads_the_host_once_per_iteration() -> None:
 
 
 # ------------------------------------------------------------------ a real second device
-lazy = pytest.importorskip("torch._lazy.ts_backend")
+pytest.importorskip("torch._lazy.ts_backend")
 
 
-@pytest.fixture(scope="module")
-def lazy_device() -> torch.device:
-    lazy.init()
-    return torch.device("lazy")
+@pytest.fixture(scope="module", name="lazy_device")
+def _lazy_device() -> torch.device:
+    return lazy_device()
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ def tensor_digest(*tensors: torch.Tensor) -> str:
     """
     h = hashlib.sha256()
     for t in tensors:
-        t = t.detach().cpu().contiguous()
+        t = t.detach().cpu().contiguous()  # host round trip: hashing the bytes
         h.update(f"{t.dtype}{tuple(t.shape)};".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()

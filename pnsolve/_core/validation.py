@@ -11,7 +11,6 @@ __all__ = [
     "check_counts",
     "check_finite",
     "check_generator",
-    "check_generator_device",
     "check_positive_int",
     "check_real_dtype",
     "check_real_targets",
@@ -96,18 +95,6 @@ def check_generator(generator: object, name: str = "generator") -> torch.Generat
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"{name} must be a torch.Generator or None, got {type(generator).__name__}")
     return generator
-
-
-def check_generator_device(generator: torch.Generator, device: torch.device, other: str) -> None:
-    """Raise ``ValueError`` if ``generator`` draws on another device type than ``other``'s."""
-    gdev, dev = torch.device(generator.device), torch.device(device)
-    if gdev.type != dev.type or (
-        gdev.index is not None and dev.index is not None and gdev.index != dev.index
-    ):
-        raise ValueError(
-            f"generator is on device {generator.device} but {other} is on {device}; "
-            f"create the generator on {other}'s device"
-        )
 
 
 def require_generator(

@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from .._core import random as rnd
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
 from .inverse import Inverse
@@ -71,7 +72,7 @@ class InversePrior(Prior):
         """``k`` draws ``A^{-1/2} z`` by Lanczos matrix functions (expensive: for small ``n``)."""
         from ..krylov.matrix_function import matrix_function
 
-        Z = torch.randn(A.shape[0], k, generator=generator, dtype=A.dtype, device=A.device)
+        Z = rnd.randn((A.shape[0], k), generator=generator, dtype=A.dtype, device=A.device)
         return matrix_function(A, Z, lambda t: t.clamp_min(torch.finfo(t.dtype).tiny) ** -0.5)
 
     def __repr__(self) -> str:
@@ -124,7 +125,7 @@ class GaussianPrior(Prior):
 
     def sample(self, A, k, generator):
         """``k`` draws from ``N(0, Σ₀)``, shape ``(n, k)``."""
-        Z = torch.randn(A.shape[0], k, generator=generator, dtype=A.dtype, device=A.device)
+        Z = rnd.randn((A.shape[0], k), generator=generator, dtype=A.dtype, device=A.device)
         if isinstance(self.cov, float):
             return self.cov**0.5 * Z
         from ..krylov.matrix_function import matrix_function

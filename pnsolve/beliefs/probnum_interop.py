@@ -66,7 +66,8 @@ def _import_probnum():
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
-    # probnum keeps the moments of a Normal in float64 (it promotes to ``np.float_``)
+    # host round trip: probnum works on NumPy arrays, and keeps the moments of a Normal in
+    # float64 (it promotes to ``np.float_``)
     return t.detach().cpu().numpy().astype(np.float64, copy=False)
 
 

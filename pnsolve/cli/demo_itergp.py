@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from .._core import random as rnd
 from .text import format_table
 
 __all__ = ["ItergpRow", "run_itergp_demo", "toy_data"]
@@ -50,11 +51,13 @@ def toy_data(
     Returns
     -------
     tuple of torch.Tensor
-        ``X`` of shape ``(n, 1)``, ``y`` of shape ``(n,)``, noise-free ``f(X)``.
+        ``X`` of shape ``(n, 1)``, ``y`` of shape ``(n,)``, noise-free ``f(X)``; float64
+        on torch's default device (drawn on the generator's).
     """
-    X = 6.0 * torch.rand(n, 1, generator=generator, dtype=torch.float64) - 3.0
+    g, f64, device = generator, torch.float64, torch.get_default_device()
+    X = 6.0 * rnd.rand((n, 1), generator=g, dtype=f64, device=device) - 3.0
     f = torch.sin(3.0 * X[:, 0]) + 0.3 * X[:, 0]
-    y = f + math.sqrt(noise) * torch.randn(n, generator=generator, dtype=torch.float64)
+    y = f + math.sqrt(noise) * rnd.randn(n, generator=g, dtype=f64, device=device)
     return X, y, f
 
 
@@ -126,10 +129,10 @@ def run_itergp_demo(
     """
     import pnsolve as pn
 
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device="cpu").manual_seed(seed)  # the same data on every device
     X, y, _ = toy_data(n, noise, g)
     kernel = pn.kernels.Matern(nu=1.5, lengthscale=lengthscale, outputscale=1.0)
-    grid = torch.linspace(-3.5, 3.5, 200, dtype=X.dtype)
+    grid = torch.linspace(-3.5, 3.5, 200, dtype=X.dtype, device=X.device)
     Xg = grid.unsqueeze(-1)
     exact = pn.gp.ExactGP(kernel, noise).fit(X, y).posterior(Xg)
 

@@ -115,7 +115,7 @@ def run_tradeoff(
                 policy, pn.stopping.MaxIterations(checkpoints[-1])
             )
             err, unc = [], []
-            g = torch.Generator(device=X.device).manual_seed(seed)
+            g = torch.Generator(device="cpu").manual_seed(seed)  # same actions on every device
             for state in solver.iterate(A, y, generator=g):
                 err.append(torch.linalg.vector_norm(state.belief.mean - x_star) / scale)
                 tr = (trace_A_inv - (state.belief.V**2).sum()).clamp_min(0.0)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from .._core import random as rnd
+
 __all__ = ["SGD_DEFAULT_BUDGET", "add_fit_parser", "run_fit"]
 
 #: Epochs per step for ``--solver sgd`` when neither a budget nor a learning rate is
@@ -252,9 +254,9 @@ def _training_rows(args: argparse.Namespace):
     """The data set, its (subsampled) training rows and the run's generator."""
     ds = _load(args)
     X, y = ds.X_train, ds.y_train
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator(device="cpu").manual_seed(args.seed)  # seeded: same run everywhere
     if args.subsample is not None and args.subsample < X.shape[0]:
-        idx = torch.randperm(X.shape[0], generator=gen)[: args.subsample]
+        idx = rnd.randperm(X.shape[0], generator=gen, device=X.device)[: args.subsample]
         X, y = X[idx], y[idx]
     return ds, X, y, gen
 

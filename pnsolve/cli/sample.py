@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._core import random as rnd
+
 __all__ = ["add_sample_parser", "run_sample"]
 
 
@@ -117,7 +119,7 @@ def run_sample(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         out = sample_hyperparameters(
-            X, y, config, chains=args.chains, generator=torch.Generator().manual_seed(args.seed),
+            X, y, config, chains=args.chains, generator=_seeded(args.seed),
             processes=args.processes, checkpoint=args.checkpoint,
             progress=None if bar is None else bar.update,
         )  # fmt: skip
@@ -140,13 +142,19 @@ def run_sample(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, samples=out.samples.numpy(), names=np.array(out.names, dtype=str))
+    samples = out.samples.detach().cpu().numpy()  # host round trip: written with NumPy
+    np.savez(path, samples=samples, names=np.array(out.names, dtype=str))
     print(f"wrote {path}")
     if args.plot is not None:
         from ..plotting import plot_traces
 
         print(f"wrote {plot_traces(out.samples, list(out.names), args.plot)}")
     return 0
+
+
+def _seeded(seed: int) -> torch.Generator:
+    """A CPU generator seeded with ``seed``: the same run whatever the data's device."""
+    return torch.Generator(device="cpu").manual_seed(seed)
 
 
 def _rows(args: argparse.Namespace):
@@ -156,8 +164,8 @@ def _rows(args: argparse.Namespace):
     ds = _load(args)
     X, y = ds.X_train.to(torch.float64), ds.y_train.to(torch.float64)
     if args.subsample is not None and args.subsample < X.shape[0]:
-        g = torch.Generator().manual_seed(args.seed)
-        idx = torch.randperm(X.shape[0], generator=g)[: args.subsample].sort().values
+        idx = rnd.randperm(X.shape[0], generator=_seeded(args.seed), device=X.device)
+        idx = idx[: args.subsample].sort().values
         X, y = X[idx], y[idx]
     return ds, X, y
 

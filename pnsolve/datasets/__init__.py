@@ -5,7 +5,9 @@ generators (GP draws, Poisson counts, Gaussian-mixture classes), and the digits
 classification set (through scikit-learn).
 
 Every loader returns typed results with torch tensors in the requested dtype and
-device; every generator takes an explicit ``torch.Generator``.
+device (``device=None``: torch's default device); every generator takes an explicit
+``torch.Generator``, draws on that generator's device and moves the results, so a CPU
+generator gives the same data on every device.
 """
 
 from .csv import load_csv

@@ -165,8 +165,9 @@ def load_csv(
     if n < 2:
         raise ValueError(f"{path} has {n} data row(s); need at least 2 (train and test)")
     n_test = min(n - 1, max(1, round(float(test_fraction) * n)))
-    gen = torch.Generator().manual_seed(int(split_seed))
-    perm = torch.randperm(n, generator=gen)
+    # a seeded CPU generator and a host permutation: it indexes a NumPy mask
+    gen = torch.Generator(device="cpu").manual_seed(int(split_seed))
+    perm = torch.randperm(n, generator=gen, device=gen.device)
     test_rows = np.zeros(n, dtype=bool)
     test_rows[perm[:n_test].numpy()] = True
     name = path.name.removesuffix(".gz")

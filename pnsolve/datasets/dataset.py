@@ -120,8 +120,10 @@ class Dataset:
             )
         if test_rows.all() or not test_rows.any():
             raise ValueError(f"split {split} of {name!r} leaves an empty training or test part")
-        data = torch.from_numpy(table)
-        mask = torch.from_numpy(test_rows)
+        # None: torch's default device, resolved by a factory call in this file
+        target = torch.empty(0).device if device is None else torch.device(device)
+        data = torch.from_numpy(table).to(target)
+        mask = torch.from_numpy(test_rows).to(target)
         X, y = data[:, :-1], data[:, -1]
         X_train, y_train, X_test, y_test = X[~mask], y[~mask], X[mask], y[mask]
         d = X.shape[1]
@@ -131,13 +133,11 @@ class Dataset:
             y_mean = y_train.mean()
             y_std = _safe_std(y_train.std(correction=0))
         else:
-            x_mean = torch.zeros(d, dtype=torch.float64)
-            x_std = torch.ones(d, dtype=torch.float64)
-            y_mean = torch.zeros((), dtype=torch.float64)
-            y_std = torch.ones((), dtype=torch.float64)
+            x_mean, x_std = X.new_zeros(d), X.new_ones(d)
+            y_mean, y_std = y.new_zeros(()), y.new_ones(())
 
         def cast(t: torch.Tensor) -> torch.Tensor:
-            return t.to(dtype=dtype, device=device).contiguous()
+            return t.to(dtype=dtype).contiguous()
 
         return cls(
             X_train=cast((X_train - x_mean) / x_std),

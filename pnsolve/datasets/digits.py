@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core import random as rnd
 from .dataset import check_float_dtype
 from .sampling import require_generator
 
@@ -75,9 +76,11 @@ def load_digits(
             "pip install scikit-learn"
         ) from exc
     raw = _sk_load_digits()
-    X = torch.as_tensor(raw.data, dtype=dtype, device=device) / 16.0
-    y = torch.as_tensor(raw.target, dtype=torch.int64, device=device)
-    perm = torch.randperm(X.shape[0], generator=generator).to(X.device)
+    # None: torch's default device, resolved by a factory call in this file
+    target = torch.empty(0).device if device is None else torch.device(device)
+    X = torch.as_tensor(raw.data, dtype=dtype, device=target) / 16.0
+    y = torch.as_tensor(raw.target, dtype=torch.int64, device=target)
+    perm = rnd.randperm(X.shape[0], generator=generator, device=target)
     n_test = max(1, round(test_fraction * X.shape[0]))
     test, train = perm[:n_test], perm[n_test:]
     return ClassificationData(

@@ -52,7 +52,8 @@ def gp_draws(
     ``f`` is drawn exactly: ``f = L z`` with ``L`` the Cholesky factor of
     ``k(X, X) + τ I`` (``τ = jitter · mean diag``, increased tenfold while the
     factorisation fails). All sampling happens in float64 on the generator's
-    device; the results are then cast to ``dtype`` and moved to ``device``.
+    device; the results are then cast to ``dtype`` and moved to ``device`` (default:
+    torch's default device).
 
     Parameters
     ----------
@@ -92,13 +93,16 @@ def gp_draws(
     if kernel is None:
         K = stationary_kernel(X, X, kind="rbf", lengthscale=0.5)
     else:
-        K = torch.as_tensor(kernel(X, X)).to(dtype=torch.float64, device=X.device)
+        K = torch.as_tensor(kernel(X, X), dtype=torch.float64, device=X.device)
         if K.shape != (n, n):
             raise ValueError(f"kernel(X, X) must have shape ({n}, {n}), got {tuple(K.shape)}")
     f = sample_gp_prior(K, generator=generator, jitter=jitter)
     y = f + noise**0.5 * standard_normal(n, generator=generator)
 
+    # None: torch's default device, resolved by a factory call in this file
+    target = torch.empty(0).device if device is None else torch.device(device)
+
     def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=device)
+        return t.to(dtype=dtype, device=target)
 
     return GPDraws(X=cast(X), y=cast(y), f=cast(f))

@@ -137,14 +137,17 @@ def gaussian_mixture_classes(
     X_train, y_train = draw(n_per_class)
     X_test, y_test = draw(n_test_per_class)
 
+    # None: torch's default device, resolved by a factory call in this file
+    target = torch.empty(0).device if device is None else torch.device(device)
+
     def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=device)
+        return t.to(dtype=dtype, device=target)
 
     return GaussianMixtureClasses(
         X_train=cast(X_train),
-        y_train=y_train.to(device=device),
+        y_train=y_train.to(device=target),
         X_test=cast(X_test),
-        y_test=y_test.to(device=device),
+        y_test=y_test.to(device=target),
         means=cast(means),
         covariances=cast(0.5 * (covariances + covariances.mT)),
     )

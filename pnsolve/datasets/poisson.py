@@ -105,7 +105,10 @@ def poisson_counts(
     rate = torch.exp(f)
     y = torch.poisson(rate.to(count_generator.device), generator=count_generator)
 
+    # None: torch's default device, resolved by a factory call in this file
+    target = torch.empty(0).device if device is None else torch.device(device)
+
     def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=device)
+        return t.to(dtype=dtype, device=target)
 
     return PoissonCounts(X=cast(X), y=cast(y), f=cast(f), rate=cast(rate))

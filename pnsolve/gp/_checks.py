@@ -49,7 +49,8 @@ def as_tensor(
         Dtype for integer and boolean arrays; ``None`` keeps them integer (class
         labels, counts: the likelihood checks them).
     device
-        Device of a converted array (tensors are never moved).
+        Device of a converted array (default: torch's default device; tensors are never
+        moved).
 
     Raises
     ------
@@ -64,11 +65,11 @@ def as_tensor(
             raise TypeError(f"{name} must be a numeric array, got dtype {x.dtype}")
         if not x.flags.writeable or any(s < 0 for s in x.strides):
             x = np.array(x)  # a writable, positively strided copy torch can share
-        t = torch.as_tensor(x)
+        t = torch.as_tensor(x, device=device)
         check_real_dtype(t.dtype, name)  # float16 arrays: pnsolve computes in f32/f64
         if not t.is_floating_point() and int_dtype is not None:
             t = t.to(int_dtype)
-        return t if device is None else t.to(device)
+        return t
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor or a NumPy array, got {type(x).__name__}")
     if x.is_complex():

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import torch
 
+from .._core.precision import full_float32
 from ..iterative.affine import AffineMethod, AffineSolveInfo, affine_solve
 from ..iterative.system import KernelSystem
 from ..kernels.base import StationaryKernel
@@ -139,6 +140,7 @@ class AffineGP:
         """``K̂ = K(X, X) + σ² I`` as a counted :class:`~pnsolve.iterative.KernelSystem`."""
         return KernelSystem(self.kernel, X, self.noise, backend=self.backend)
 
+    @full_float32
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> AffineGP:
         """Run ``m`` sweeps on ``K̂ v = y − μ``; keeps the belief and the info.
 
@@ -166,6 +168,7 @@ class AffineGP:
         self.info: AffineSolveInfo = info
         return self
 
+    @full_float32
     def posterior(self, Xs: torch.Tensor) -> AffinePosterior:
         """Posterior at test inputs ``Xs`` of shape ``(t, d)`` (a pure query).
 

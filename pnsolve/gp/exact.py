@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from .._core.precision import full_float32
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
@@ -62,6 +63,7 @@ class ExactGP(RegressionGP):
         self.mean = float(mean)
         self.X = None
 
+    @full_float32
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> ExactGP:
         """Factor ``K̂`` and compute the representer weights ``K̂⁻¹ (y − μ)``.
 
@@ -90,6 +92,7 @@ class ExactGP(RegressionGP):
             self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
         return self
 
+    @full_float32
     def posterior(
         self,
         Xs: torch.Tensor,
@@ -151,6 +154,7 @@ class ExactGP(RegressionGP):
 
         return GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
 
+    @full_float32
     def build_love_cache(
         self,
         rank: int = 50,
@@ -193,6 +197,7 @@ class ExactGP(RegressionGP):
             W = torch.linalg.solve_triangular(self.L, self.kernel(self.X, Xs), upper=False)
             return self.kernel.diag(Xs) - (W * W).sum(0)
 
+    @full_float32
     def log_marginal_likelihood(
         self,
         X: torch.Tensor | None = None,

@@ -75,7 +75,7 @@ def fit_exact_hyperparameters(
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     raw_noise = nn.Parameter(
-        inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=X.dtype))
+        inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=X.dtype, device=X.device))
     )
     params = [*kernel.parameters(), raw_noise]
     opt = torch.optim.Adam(params, lr=lr)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import torch
 
+from .._core.precision import full_float32
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
@@ -104,6 +105,7 @@ class IterGP(RegressionGP):
         K = self.kernel.linop(X, backend=self.backend)
         return K + ScaledIdentity(X.shape[0], self.noise, dtype=X.dtype, device=X.device)
 
+    @full_float32
     def fit(
         self, X: torch.Tensor, y: torch.Tensor, generator: torch.Generator | None = None
     ) -> IterGP:
@@ -164,6 +166,7 @@ class IterGP(RegressionGP):
         self.info = SolveInfo.from_history(state, norms)
 
     # ---------------------------------------------------------------- prediction
+    @full_float32
     def posterior(
         self,
         Xs: torch.Tensor,
@@ -265,6 +268,7 @@ class IterGP(RegressionGP):
             )
         return float(comp_var_scale)
 
+    @full_float32
     def build_love_cache(
         self,
         rank: int = 50,

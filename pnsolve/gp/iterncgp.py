@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import torch
 
+from .._core.precision import full_float32
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..kernels.base import StationaryKernel
 from ..krylov.buffer import KrylovBuffer
@@ -162,6 +163,7 @@ class IterNCGP:
         return latent_kernel(self.kernel, X, None, self.num_latent, self.backend)
 
     # ------------------------------------------------------------------ fitting
+    @full_float32
     def fit(
         self,
         X: torch.Tensor,
@@ -325,6 +327,7 @@ class IterNCGP:
         return self._f_cache[1]
 
     # ------------------------------------------------------------------ prediction
+    @full_float32
     def posterior(self, Xs: torch.Tensor) -> GaussianPosterior:
         """Latent posterior at ``Xs`` of shape ``(t, d)`` (Laplace + computational uncertainty).
 
@@ -347,6 +350,7 @@ class IterNCGP:
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         return latent_posterior(state, self.kernel, Xs, weights=state.weights, backend=self.backend)
 
+    @full_float32
     def predict_proba(
         self,
         Xs: torch.Tensor,

@@ -244,7 +244,7 @@ class LoveCache:
             least the exact posterior variance, which is nonnegative; a negative value
             means a broken cache or inconsistent inputs, so it is reported, not clamped.
         """
-        prior_var = torch.as_tensor(prior_var)
+        prior_var = torch.as_tensor(prior_var, device=P.device)
         if P.ndim != 2 or P.shape[1] != self.rank:
             raise ValueError(f"P must have shape (t, {self.rank}), got {tuple(P.shape)}")
         if prior_var.shape != (P.shape[0],):

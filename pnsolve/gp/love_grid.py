@@ -25,7 +25,8 @@ from functools import cached_property
 
 import torch
 
-from .._core.validation import check_generator_device, check_positive_int, require_generator
+from .._core import random as rnd
+from .._core.validation import check_positive_int, require_generator
 from ..kernels.grid import Grid
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.ski_matrix import GridInterpolationMatrix
@@ -116,14 +117,13 @@ class GridLove:
         (``μ`` not added: add the model's constant mean).
         """
         generator = require_generator(generator)
-        check_generator_device(generator, self.root.device, "the cache")
         num_samples = check_positive_int(num_samples, "num_samples")
         Xs, _ = self.kernel.check_inputs(Xs)
         Ws = self.grid.interpolation(Xs, "Xs")
         S = self.sampling_root
         with torch.no_grad():
-            z = torch.randn(S.shape[1], num_samples, generator=generator, dtype=S.dtype,
-                            device=S.device)  # fmt: skip
+            shape = (S.shape[1], num_samples)
+            z = rnd.randn(shape, generator=generator, dtype=S.dtype, device=S.device)
             return Ws @ (self.mean.unsqueeze(-1) + S @ z)
 
 

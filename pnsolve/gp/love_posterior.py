@@ -110,8 +110,8 @@ def resolve_love_cache(
                 probe = default_probe(kernel, X, Xs, backend)
             elif K is not None:
                 # the paper's b = W_X K_UU 1 / m: depends on neither test points nor targets
-                ones = torch.full((K.grid.size, 1), 1.0 / K.grid.size, dtype=X.dtype)
-                probe = (K.left @ (K.grid_matrix @ ones.to(X.device))).squeeze(-1)
+                ones = X.new_full((K.grid.size, 1), 1.0 / K.grid.size)
+                probe = (K.left @ (K.grid_matrix @ ones)).squeeze(-1)
             else:
                 probe = residual()
         built = LoveCache.build(A, probe, rank, calibrated=calibrated)

@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
-from .._core.precision import attainable_rtol
-from .._core.validation import check_finite, check_generator_device, check_tensor
+from .._core import random as rnd
+from .._core.precision import attainable_rtol, full_float32
+from .._core.validation import check_finite, check_tensor
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
 from ..kernels.random_features import RandomFourierFeatures
@@ -81,10 +82,11 @@ class PathwiseDraws:
         X: torch.Tensor,
         generator: torch.Generator,
     ) -> PathwiseDraws:
-        """Draw in the documented order, in ``X``'s dtype on ``generator``'s device.
+        """Draw in the documented order, in ``X``'s dtype, on ``generator``'s device.
 
         Order: ``ε`` and ``b`` as :class:`~pnsolve.kernels.RandomFourierFeatures` draws
-        them, then ``w_f`` ``(m, s)``, then ``w`` ``(n, s)``; all moved to ``X``'s device.
+        them, then ``w_f`` ``(m, s)``, then ``w`` ``(n, s)``; all moved to ``X``'s device
+        (:mod:`pnsolve._core.random`: a CPU generator gives the same draws on every device).
 
         Parameters
         ----------
@@ -97,25 +99,21 @@ class PathwiseDraws:
         generator
             The only source of randomness.
         """
-        g, dtype = generator, X.dtype
+        g, dtype, device = generator, X.dtype, X.device
         with torch.no_grad():
             rff = RandomFourierFeatures(
-                kernel, num_features, X.shape[1], generator=g, dtype=dtype, device=g.device
+                kernel, num_features, X.shape[1], generator=g, dtype=dtype, device=device
             )
-            wf = torch.randn(num_features, num_samples, generator=g, dtype=dtype, device=g.device)
-            w = torch.randn(X.shape[0], num_samples, generator=g, dtype=dtype, device=g.device)
-        return cls(
-            rff.base_frequencies.to(X.device),
-            rff.phases.to(X.device),
-            wf.to(X.device),
-            w.to(X.device),
-        )
+            wf = rnd.randn((num_features, num_samples), generator=g, dtype=dtype, device=device)
+            w = rnd.randn((X.shape[0], num_samples), generator=g, dtype=dtype, device=device)
+        return cls(rff.base_frequencies, rff.phases, wf, w)
 
     @property
     def num_samples(self) -> int:
         """Number ``s`` of draws."""
         return self.feature_weights.shape[1]
 
+    @full_float32
     def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
         """``φ(X) = sqrt(2·outputscale/m) cos((X / ℓ) εᵀ + b)``, shape ``(n, m)``.
 
@@ -127,6 +125,7 @@ class PathwiseDraws:
         scale = torch.sqrt(2.0 * kernel.outputscale_like(X) / self.base_frequencies.shape[0])
         return scale * torch.cos(proj)
 
+    @full_float32
     def prior(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
         """The prior function draws ``φ(Xs) w_f``, shape ``(t, s)``, in row blocks.
 
@@ -135,9 +134,11 @@ class PathwiseDraws:
         """
         rows = max(1, _DENSE_ENTRIES // self.base_frequencies.shape[0])
         w = self.feature_weights
-        return torch.cat([self.features(kernel, c) @ w for c in Xs.split(rows)], dim=0)
+        blocks = (Xs[i : i + rows] for i in range(0, Xs.shape[0], rows))
+        return torch.cat([self.features(kernel, c) @ w for c in blocks], dim=0)
 
 
+@full_float32
 def pathwise_update(
     kernel: Kernel, Xs: torch.Tensor, X: torch.Tensor, weights: torch.Tensor
 ) -> torch.Tensor:
@@ -216,6 +217,7 @@ class PathwiseSamples:
         Xs = check_inputs(Xs, "Xs", d=self.X.shape[1], like=self.X)
         return self.mean + self.draws.prior(self.kernel, Xs)
 
+    @full_float32
     def __call__(self, Xs: torch.Tensor) -> torch.Tensor:
         """Evaluate the ``s`` posterior function samples at ``Xs``.
 
@@ -242,6 +244,7 @@ class PathwiseSamples:
         return self.mean + self.draws.prior(self.kernel, Xs) + update
 
 
+@full_float32
 def sample_posterior(
     kernel: StationaryKernel,
     X: torch.Tensor,
@@ -273,7 +276,9 @@ def sample_posterior(
     num_samples
         Number ``s ≥ 1`` of function samples.
     generator
-        ``torch.Generator`` on ``X``'s device; the only source of randomness. Draw order
+        ``torch.Generator`` on any device (draws are made there and moved to ``X``'s;
+        a CPU generator gives the same samples on every device); the only source of
+        randomness. Draw order
         (:meth:`PathwiseDraws.draw`): RFF frequencies and phases, then ``w_f`` ``(m, s)``,
         then ``ε / σ`` ``(n, s)``.
     num_features
@@ -298,7 +303,7 @@ def sample_posterior(
     ------
     TypeError, ValueError
         Naming the argument: a bad ``kernel``, ``X``, ``y``, ``noise``, ``num_samples``,
-        ``num_features``, ``generator`` (type, or device other than ``X``'s), ``mean``
+        ``num_features``, ``generator`` (type), ``mean``
         or ``solver`` (not callable, or a result of the wrong shape or with NaN/Inf).
 
     Examples
@@ -348,7 +353,6 @@ def _check_arguments(
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    check_generator_device(generator, X.device, "X")
     mean_t = _check_mean(mean, X)
     if solver is None:
         solver = _default_solver

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import torch
 
+from .._core import random as rnd
+from .._core.precision import full_float32
 from .._core.validation import check_generator
 from .love import LoveCache
 
@@ -85,6 +87,7 @@ class GaussianPosterior:
         return self._present(self._flat_var)
 
     @property
+    @full_float32
     def math_var(self) -> torch.Tensor:
         """Mathematical (exact-GP) variance, shape of :attr:`var`; computed on first access."""
         if self._math_var_fn is None:
@@ -94,6 +97,7 @@ class GaussianPosterior:
         return self._present(self._math_var)
 
     @property
+    @full_float32
     def comp_var(self) -> torch.Tensor:
         """Computational variance ``var − math_var ≥ 0``, shape of :attr:`var`."""
         return self.var - self.math_var
@@ -109,6 +113,7 @@ class GaussianPosterior:
         """``sqrt(var)``, shape ``(t,)``."""
         return self.var.clamp_min(0.0).sqrt()
 
+    @full_float32
     def cov(self) -> torch.Tensor:
         """The full ``(t, t)`` covariance (forms ``t²`` entries: for small ``t``).
 
@@ -116,6 +121,7 @@ class GaussianPosterior:
         """
         return self._cov()
 
+    @full_float32
     def sample_root(self) -> torch.Tensor | None:
         """The low-rank root ``S`` (``S Sᵀ ≈ cov``) used by :meth:`sample`, shape ``(t, r)``.
 
@@ -128,6 +134,7 @@ class GaussianPosterior:
             self._root = self._root_fn()
         return self._root
 
+    @full_float32
     def sample(self, s: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``s`` joint draws at the test inputs, shape ``(t, s)``.
 
@@ -141,7 +148,7 @@ class GaussianPosterior:
             raise ValueError(f"s must be a positive int, got {s!r}")
         S = self.sample_root()
         if S is not None:
-            Z = torch.randn(S.shape[1], s, generator=generator, dtype=S.dtype, device=S.device)
+            Z = rnd.randn((S.shape[1], s), generator=generator, dtype=S.dtype, device=S.device)
             return self._present_samples(self._flat_mean.unsqueeze(-1) + S @ Z)
         C = self.cov()
         C = 0.5 * (C + C.mT)
@@ -151,7 +158,7 @@ class GaussianPosterior:
             L = torch.linalg.cholesky(
                 C + jitter * torch.eye(C.shape[0], dtype=C.dtype, device=C.device)
             )
-        Z = torch.randn(C.shape[0], s, generator=generator, dtype=C.dtype, device=C.device)
+        Z = rnd.randn((C.shape[0], s), generator=generator, dtype=C.dtype, device=C.device)
         return self._present_samples(self._flat_mean.unsqueeze(-1) + L @ Z)
 
     def _present_samples(self, F: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 import torch
 
+from .._core import random as rnd
 from .._core.validation import check_positive_int
 from ._base import KernelSolverBase
 from ._common import Normalised, Tracker, check_count, check_tol, column_norms
@@ -139,8 +140,7 @@ class StochasticGradientDescent(KernelSolverBase):
                 norms, exact = self._checked(norms, limit, iteration), True
             if track.met(norms) or not track.can_iterate(iteration):
                 break
-            idx = torch.randperm(n, generator=generator, device=generator.device)[:b]
-            idx = idx.to(system.device)
+            idx = rnd.randperm(n, generator=generator, device=system.device)[:b]
             G = system.rows(idx, U) - problem.B[idx]  # minibatch gradient (rows I)
             M.mul_(self.momentum)
             M[idx] -= (self.learning_rate / b) * G

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import torch
 
+from .._core import random as rnd
 from .._core.errors import NotPositiveDefiniteError
 from .._core.validation import check_positive_int
 from ..krylov.lanczos_process import lanczos
@@ -133,8 +134,8 @@ def _lanczos(
             device=A.device,
             is_symmetric=True,
         )
-    g = torch.Generator().manual_seed(0)
-    v = torch.randn(A.shape[0], generator=g, dtype=torch.float64).to(A.dtype).to(A.device)
+    g = torch.Generator(device="cpu").manual_seed(0)  # the same start vector on every device
+    v = rnd.randn(A.shape[0], generator=g, dtype=torch.float64, device=A.device).to(A.dtype)
     result = lanczos(op, v, steps)
     theta = torch.linalg.eigvalsh(result.T.to(torch.float64))
     low, high = float(theta[0]), float(theta[-1])
@@ -154,7 +155,7 @@ def _gershgorin(A: LinearOperator, scale: torch.Tensor | None) -> SpectralBounds
         rows = A.row_block(slice(lo, hi))
         if scale is not None:
             rows = scale[lo:hi].unsqueeze(-1) * rows * scale
-        d = rows[torch.arange(hi - lo), torch.arange(lo, hi)]
+        d = rows.diagonal(offset=lo)  # rows[i, lo + i]
         radius = rows.abs().sum(1) - d.abs()
         lower = min(lower, float((d - radius).min()))
         upper = max(upper, float((d + radius).max()))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from .._core.precision import full_float32
 from .._core.validation import (
     check_finite,
     check_real_dtype,
@@ -172,7 +173,8 @@ class StationaryKernel(Kernel):
 
         The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
         Draws from the kernel's spectral density for unit lengthscale, through
-        :meth:`_spectral_draws` (what a subclass implements).
+        :meth:`_spectral_draws` (what a subclass implements): made on ``generator``'s
+        device, returned on ``device`` (:mod:`pnsolve._core.random`).
         """
         return self._spectral_draws((num_features, input_dim), generator, dtype, device)
 
@@ -212,6 +214,7 @@ class StationaryKernel(Kernel):
             )
         return check_finite(X, name)
 
+    @full_float32
     def forward(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
         """Dense kernel matrix.
 
@@ -260,6 +263,7 @@ class StationaryKernel(Kernel):
         tensors = [X1, *self.parameters()] + ([] if X2 is None else [X2])
         return any(t.requires_grad for t in tensors)
 
+    @full_float32
     def diag(self, X: torch.Tensor) -> torch.Tensor:
         """``k(x_i, x_i) = outputscale`` for each row of ``X``; shape ``(n,)``."""
         X, _ = self.check_inputs(X)
@@ -277,6 +281,7 @@ class StationaryKernel(Kernel):
 
         return KernelMatrix(self, X1, X2, backend=backend, **opts)
 
+    @full_float32
     def bilinear_backward(
         self,
         X: torch.Tensor,
@@ -348,7 +353,8 @@ def _positive(value: float | torch.Tensor, name: str) -> torch.Tensor:
             raise TypeError(f"{name} must be real, got {value.dtype}")
         t = value.detach().to(torch.float64, copy=True)
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        t = torch.tensor(float(value), dtype=torch.float64)
+        # a module parameter from a Python number: torch's default device, as in torch.nn
+        t = torch.tensor(float(value), dtype=torch.float64, device=torch.get_default_device())
     else:
         raise TypeError(f"{name} must be a float or a tensor, got {type(value).__name__}")
     if not bool(torch.isfinite(t).all()) or not bool((t > 0).all()):

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import torch
 
+from .._core.precision import full_float32
 from ..linops.base import LinearOperator
 from ..linops.kronecker import Kronecker
 from ..linops.toeplitz import Toeplitz
@@ -284,16 +285,19 @@ class GridInterpolation(Kernel):
         right = None if X2 is None else grid.interpolation(X2, "X2")
         return GridInterpolationMatrix(self, grid, left, right)
 
+    @full_float32
     def forward(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
         """Dense ``W₁ K_UU W₂ᵀ``, shape ``(n1, n2)`` (a reference; differentiable)."""
         return self.linop(X1, X2).to_dense()
 
+    @full_float32
     def diag(self, X: torch.Tensor) -> torch.Tensor:
         """``w(x_i)ᵀ K_UU w(x_i)`` for the rows of ``X`` ``(n, d)``; shape ``(n,)``."""
         X, _ = self.check_inputs(X)
         grid = self.grid(X)
         return self.stencil_quadratic_form(grid, grid.interpolation(X, "X").values)
 
+    @full_float32
     def bilinear_backward(
         self, X: torch.Tensor, U: torch.Tensor, W: torch.Tensor, *, rows: int
     ) -> None:
@@ -366,6 +370,7 @@ def _check_dim(d: int, sizes: tuple[int, ...]) -> None:
 
 
 def _data_bounds(X: torch.Tensor) -> list[tuple[float, float]]:
+    # host round trip: the bounds become Python floats (the grid's configuration)
     lo = X.detach().amin(0).double().cpu()
     hi = X.detach().amax(0).double().cpu()
     span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from .._core import random as rnd
 from ._distance import safe_sqrt
 from .base import StationaryKernel
 
@@ -101,8 +102,8 @@ class Matern(StationaryKernel):
         # ω = z · sqrt(2ν / u),  z ~ N(0, I),  u ~ χ²(2ν)  (2ν ∈ {1, 3, 5} is an integer,
         # so u is a sum of 2ν squared standard normals)
         df = round(2 * self.nu)
-        z = torch.randn(shape, generator=generator, dtype=dtype, device=device)
-        g = torch.randn(shape[0], df, generator=generator, dtype=dtype, device=device)
+        z = rnd.randn(shape, generator=generator, dtype=dtype, device=device)
+        g = rnd.randn((shape[0], df), generator=generator, dtype=dtype, device=device)
         u = (g * g).sum(-1, keepdim=True)
         return z * torch.sqrt(df / u)
 

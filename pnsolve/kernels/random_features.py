@@ -7,6 +7,8 @@ import math
 import torch
 from torch import nn
 
+from .._core import random as rnd
+from .._core.precision import full_float32
 from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
 from .base import StationaryKernel
 
@@ -41,8 +43,10 @@ class RandomFourierFeatures(nn.Module):
     generator
         The ``torch.Generator`` to draw ``ε`` and ``b`` from (required).
     dtype, device
-        Of the frozen draws (default: torch default dtype, CPU). Features follow the dtype
-        and device of the inputs.
+        Of the frozen draws (default: torch's default dtype and device). The draws are made
+        on ``generator``'s device and moved to ``device``, so a CPU generator gives the
+        same frequencies on every device. Features follow the dtype of the inputs, which
+        must be on ``device``.
 
     Raises
     ------
@@ -81,7 +85,7 @@ class RandomFourierFeatures(nn.Module):
             )
         generator = require_generator(generator)
         dtype = dtype or torch.get_default_dtype()
-        device = torch.device(device) if device is not None else generator.device
+        device = torch.device(device) if device is not None else torch.get_default_device()
         self.kernel = kernel
         self.num_features = num_features
         self.input_dim = input_dim
@@ -89,7 +93,7 @@ class RandomFourierFeatures(nn.Module):
             num_features, input_dim, generator=generator, dtype=dtype, device=device
         )
         phase = (
-            2 * math.pi * torch.rand(num_features, generator=generator, dtype=dtype, device=device)
+            2 * math.pi * rnd.rand(num_features, generator=generator, dtype=dtype, device=device)
         )
         self.register_buffer("base_frequencies", eps)
         self.register_buffer("phases", phase)
@@ -118,6 +122,7 @@ class RandomFourierFeatures(nn.Module):
         scale = torch.sqrt(2.0 * self.kernel.outputscale_like(X) / self.num_features)
         return scale * torch.cos(proj)
 
+    @full_float32
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Same as :meth:`features`."""
         return self.features(X)
@@ -143,9 +148,8 @@ class RandomFourierFeatures(nn.Module):
         generator = require_generator(generator)
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
             raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
-        return torch.randn(
-            self.num_features,
-            num_samples,
+        return rnd.randn(
+            (self.num_features, num_samples),
             generator=generator,
             dtype=dtype or self.base_frequencies.dtype,
             device=self.base_frequencies.device,

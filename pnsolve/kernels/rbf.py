@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from .._core import random as rnd
 from .base import StationaryKernel
 
 __all__ = ["RBF"]
@@ -50,4 +51,4 @@ class RBF(StationaryKernel):
 
     def _spectral_draws(self, shape, generator, dtype, device) -> torch.Tensor:
         """Standard normal draws (the Gaussian spectral density)."""
-        return torch.randn(shape, generator=generator, dtype=dtype, device=device)
+        return rnd.randn(shape, generator=generator, dtype=dtype, device=device)

@@ -102,7 +102,7 @@ class GridInterpolationMatrix(LinearOperator):
         for c0 in range(0, k, block):
             c1 = min(k, c0 + block)
             E = torch.zeros(k, c1 - c0, dtype=self.dtype, device=self.device)
-            E[torch.arange(c0, c1), torch.arange(c1 - c0)] = 1
+            E.diagonal(offset=-c0).fill_(1)  # E[c0 + j, j] = 1
             out[:, c0:c1] = other @ (self.grid_matrix @ small.rmatmat(E))
         return out.mT if transpose else out
 

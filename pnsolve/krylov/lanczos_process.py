@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import torch
 
+from .._core.precision import full_float32
 from .._core.validation import check_positive_int
 from ..linops.checks import as_operand, as_square_operator
 from .reorthogonalize import reorthogonalize
@@ -46,6 +47,7 @@ class LanczosResult(NamedTuple):
     breakdown: bool
 
 
+@full_float32
 def lanczos(A: object, v: object, k: int, *, reorth: str = "full") -> LanczosResult:
     """Run ``k`` steps of the Lanczos process on symmetric ``A`` from ``v``.
 

@@ -6,12 +6,14 @@ from collections.abc import Callable
 
 import torch
 
+from .._core.precision import full_float32
 from ..linops.base import LinearOperator
 from .lanczos_process import lanczos
 
 __all__ = ["matrix_function"]
 
 
+@full_float32
 def matrix_function(
     A: LinearOperator,
     Z: torch.Tensor,

@@ -17,6 +17,7 @@ import abc
 
 import torch
 
+from .._core import random as rnd
 from .._core.validation import check_finite, check_generator, check_tensor
 from ..linops.base import LinearOperator
 
@@ -40,8 +41,8 @@ def curvature_floor(dtype: torch.dtype) -> float:
     float32), whose influence on the posterior is at that level. Curvatures above the
     floor are exact.
     """
-    # rounded to the dtype, so that clamped values compare exactly against it
-    return float(torch.tensor(float(torch.finfo(dtype).eps) ** 0.5, dtype=dtype))
+    # rounded to the dtype, so that clamped values compare exactly against it (a host scalar)
+    return float(torch.tensor(float(torch.finfo(dtype).eps) ** 0.5, dtype=dtype, device="cpu"))
 
 
 class Likelihood(abc.ABC):
@@ -185,7 +186,8 @@ class Likelihood(abc.ABC):
             Draws for ``method="mc"``.
         generator
             Source of randomness for ``method="mc"`` (required there: randomness is
-            explicit). Draws are made on the generator's device.
+            explicit). Draws are made on the generator's device and moved to ``mean``'s
+            (a CPU generator gives the same draws on every device).
 
         Returns
         -------
@@ -267,9 +269,7 @@ class Likelihood(abc.ABC):
         done = 0
         while done < num_samples:
             s = min(chunk, num_samples - done)
-            eps = torch.randn(
-                (s, *mean.shape), generator=gen, dtype=mean.dtype, device=gen.device
-            ).to(mean.device)
+            eps = rnd.randn((s, *mean.shape), generator=gen, dtype=mean.dtype, device=mean.device)
             total = total + self._response(mean + std * eps).sum(0)
             done += s
         return total / num_samples

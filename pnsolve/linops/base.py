@@ -267,7 +267,7 @@ class LinearOperator:
             from .sum import Sum
 
             if isinstance(other, ScaledIdentity) and other.adopts:
-                return Sum(self, ScaledIdentity(other.shape[0], -other.scale))
+                return Sum(self, other.negated())
             return Sum(self, Scaled(other, -1.0))
         return NotImplemented
 

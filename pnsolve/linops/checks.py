@@ -61,9 +61,8 @@ def as_operand(
     if isinstance(x, np.ndarray):
         if np.issubdtype(x.dtype, np.complexfloating) or x.dtype == np.float16:
             check_real_dtype(torch.from_numpy(np.zeros(0, dtype=x.dtype)).dtype, name)
-        t = torch.as_tensor(x)
-        dtype = t.dtype if t.is_floating_point() else op.dtype
-        x = t.to(dtype=dtype, device=op.device)
+        t = torch.as_tensor(x, device=op.device)
+        x = t if t.is_floating_point() else t.to(op.dtype)
     x = check_tensor(x, name)
     check_real_dtype(x.dtype, name)
     if not x.is_floating_point():

@@ -21,7 +21,7 @@ class Closure(LinearOperator):
     shape
         ``(m, n)``.
     dtype, device
-        Of the products.
+        Of the products (default: torch's default dtype and device).
     rmatmat
         Optional callable for ``Aᵀ X`` (needed for non-symmetric transposes).
     diagonal
@@ -41,7 +41,7 @@ class Closure(LinearOperator):
         shape: tuple[int, int],
         *,
         dtype: torch.dtype | None = None,
-        device: torch.device | str = "cpu",
+        device: torch.device | str | None = None,
         rmatmat: Callable[[torch.Tensor], torch.Tensor] | None = None,
         diagonal: Callable[[], torch.Tensor] | None = None,
         is_symmetric: bool = False,
@@ -52,7 +52,7 @@ class Closure(LinearOperator):
         super().__init__(
             shape,
             dtype or torch.get_default_dtype(),
-            device,
+            torch.get_default_device() if device is None else device,
             is_symmetric=is_symmetric,
             is_psd=is_psd,
         )

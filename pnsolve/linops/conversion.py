@@ -150,10 +150,11 @@ def _from_scipy_callable(shape, np_dtype, mat, rmat, diag, symmetric: bool, is_p
     torch_dtype = torch.from_numpy(np.zeros(0, dtype=np_dtype)).dtype
 
     def run(fn, X: torch.Tensor) -> torch.Tensor:
+        # host round trip: SciPy computes in NumPy; the result goes back to X's device
         out = np.asarray(fn(X.detach().cpu().numpy()))
         if out.ndim == 1:
             out = out[:, None]
-        return torch.from_numpy(np.ascontiguousarray(out, dtype=np_dtype))
+        return torch.from_numpy(np.ascontiguousarray(out, dtype=np_dtype)).to(X.device)
 
     return Closure(
         lambda X: run(mat, X),

@@ -76,6 +76,7 @@ class SparseInterpolation(LinearOperator):
                 self.indices.reshape(-1),
                 self.values.reshape(-1),
                 (n, num_columns),
+                device=values.device,
                 check_invariants=False,
             )
         self._csr_t: torch.Tensor | None = None  # Wᵀ in CSR form, built on first use

@@ -25,7 +25,7 @@ class Scaled(LinearOperator):
             raise TypeError(f"op must be a LinearOperator, got {type(op).__name__}")
         if isinstance(scale, torch.Tensor) and scale.ndim != 0:
             raise ValueError(f"scale must be a scalar, got shape {tuple(scale.shape)}")
-        nonneg = bool(torch.as_tensor(scale).detach() >= 0)
+        nonneg = bool(scale >= 0)
         super().__init__(
             op.shape,
             op.dtype,

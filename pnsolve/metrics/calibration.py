@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from .._core import random as rnd
 from .._core.validation import check_finite, check_positive_int, require_generator
 from ..kernels.base import StationaryKernel
 
@@ -204,7 +205,8 @@ def prior_draw_calibration(
     with torch.no_grad():
         Kall = kernel(torch.cat([X, Xs]))
         jitter = math.sqrt(torch.finfo(X.dtype).eps) * float(Kall.diagonal().mean())
-        root = torch.linalg.cholesky(Kall + jitter * torch.eye(Kall.shape[0], dtype=X.dtype))
+        eye = torch.eye(Kall.shape[0], dtype=X.dtype, device=X.device)
+        root = torch.linalg.cholesky(Kall + jitter * eye)
         Khat = Kall[:n, :n] + noise * torch.eye(n, dtype=X.dtype, device=X.device)
         chol = torch.linalg.cholesky(Khat)
         half = torch.linalg.solve_triangular(chol, Kall[:n, n:], upper=False)
@@ -213,13 +215,13 @@ def prior_draw_calibration(
     z_comp, z_comb = [], []
     for _ in range(draws):
         shape = (Kall.shape[0],)
-        f = root @ torch.randn(shape, generator=generator, dtype=X.dtype, device=X.device)
-        eps = torch.randn(n, generator=generator, dtype=X.dtype, device=X.device)
+        f = root @ rnd.randn(shape, generator=generator, dtype=X.dtype, device=X.device)
+        eps = rnd.randn(n, generator=generator, dtype=X.dtype, device=X.device)
         y = f[:n] + math.sqrt(noise) * eps
         post = posterior(X, y, Xs)
         with torch.no_grad():
-            mean = check_finite(torch.as_tensor(post.mean).detach().reshape(-1), "posterior mean")
-            var = check_finite(torch.as_tensor(post.var).detach().reshape(-1), "posterior var")
+            mean = check_finite(_on(post.mean, X).reshape(-1), "posterior mean")
+            var = check_finite(_on(post.var, X).reshape(-1), "posterior var")
             exact = Kall[n:, :n] @ torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
             comp = var - math_var
             ok = comp > floor
@@ -229,6 +231,11 @@ def prior_draw_calibration(
         "computational": CalibrationStatistics.from_z(torch.stack(z_comp), levels),
         "combined": CalibrationStatistics.from_z(torch.stack(z_comb), levels),
     }
+
+
+def _on(value: object, like: torch.Tensor) -> torch.Tensor:
+    """``value`` (a tensor or array from a user's posterior) detached, on ``like``'s device."""
+    return torch.as_tensor(value, device=like.device).detach()
 
 
 def _levels(levels: Sequence[float], like: torch.Tensor) -> torch.Tensor:

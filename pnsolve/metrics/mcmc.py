@@ -215,7 +215,7 @@ def _f_quantile(q: float, dfn: int, dfd: torch.Tensor) -> torch.Tensor:
     """Quantile ``q`` of F(``dfn``, ``dfd``) per entry; ``dfd = ∞`` gives ``χ²_dfn / dfn``."""
     from scipy.stats import chi2, f
 
-    d = dfd.detach().cpu().numpy()
+    d = dfd.detach().cpu().numpy()  # host round trip: scipy's F and χ² quantiles
     finite = np.isfinite(d) & (d > 0)
     out = np.where(finite, f.ppf(q, dfn, np.where(finite, d, 1.0)), chi2.ppf(q, dfn) / dfn)
     out = np.where(np.isnan(d), np.nan, out)
@@ -270,7 +270,7 @@ def mcmc_summary(
         rhat = split_rhat(x, backend=backend)
     else:
         _check_confidence(confidence)
-        psrf = upper = rhat = torch.full((p,), math.nan)
+        psrf = upper = rhat = x.new_full((p,), math.nan)
     return [
         ParameterSummary(
             name=labels[j],

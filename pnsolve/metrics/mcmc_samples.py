@@ -25,7 +25,8 @@ def as_samples(samples: object, *, min_chains: int) -> torch.Tensor:
         x = samples.detach()
     else:
         try:
-            x = torch.as_tensor(np.asarray(samples))
+            # NumPy input is host data: it stays on the CPU (the diagnostics run in NumPy)
+            x = torch.as_tensor(np.asarray(samples), device="cpu")
         except (TypeError, ValueError, RuntimeError) as err:
             raise TypeError(
                 "samples must be a torch tensor or numpy array of numbers with shape "
@@ -52,10 +53,10 @@ def as_samples(samples: object, *, min_chains: int) -> torch.Tensor:
 
 def to_numpy(x: torch.Tensor) -> np.ndarray:
     """``x`` as a float64 NumPy array."""
-    return x.to(torch.float64).cpu().numpy()
+    return x.detach().cpu().to(torch.float64).numpy()  # host round trip: ArviZ / NumPy
 
 
 def from_numpy(values: object, like: torch.Tensor) -> torch.Tensor:
     """Per-parameter ``values`` back as a tensor ``(parameters,)`` with ``like``'s dtype/device."""
-    out = torch.as_tensor(np.asarray(values, dtype=np.float64).reshape(like.shape[2]))
-    return out.to(dtype=like.dtype, device=like.device)
+    out = np.asarray(values, dtype=np.float64).reshape(like.shape[2])
+    return torch.as_tensor(out, dtype=like.dtype, device=like.device)

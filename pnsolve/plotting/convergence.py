@@ -41,7 +41,7 @@ def plot_convergence(
     """
     fig, ax, path = new_figure(path, (6.4, 4.0))
     for label, h in histories.items():
-        h = h.detach().cpu()
+        h = h.detach().cpu()  # host round trip: matplotlib draws NumPy arrays
         if h.ndim == 1:
             h = h.unsqueeze(-1)
         for j in range(h.shape[1]):

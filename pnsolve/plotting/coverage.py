@@ -41,6 +41,7 @@ def plot_coverage(
     fig, ax, path = new_figure(path, (5.5, 5.0))
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="calibrated")
     for label, stats in results.items():
+        # host round trip: matplotlib draws NumPy arrays
         lv = stats.levels.cpu().numpy()
         cov = stats.coverage.cpu().numpy()
         se = stats.coverage_se.cpu().numpy()

@@ -13,7 +13,7 @@ __all__ = ["draw_gp_band", "plot_gp_band"]
 
 
 def _np(t: torch.Tensor) -> Any:
-    return t.detach().reshape(-1).cpu().numpy()
+    return t.detach().reshape(-1).cpu().numpy()  # host round trip: matplotlib draws NumPy
 
 
 def draw_gp_band(

@@ -171,7 +171,7 @@ def plot_psrf(
 
 def _draws(samples: object, name: str) -> np.ndarray:
     """Finite draws ``(chains, draws, parameters)`` as a float64 numpy array."""
-    try:
+    try:  # host round trip: matplotlib draws NumPy arrays
         x = np.asarray(
             samples.detach().cpu().to(torch.float64)
             if isinstance(samples, torch.Tensor)
@@ -192,6 +192,7 @@ def _draws(samples: object, name: str) -> np.ndarray:
 
 def _curve(values: object, name: str, steps: int) -> np.ndarray:
     """A ``(steps, parameters)`` curve with infinite values replaced by NaN (not drawn)."""
+    # host round trip: matplotlib draws NumPy arrays
     v = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else values
     out = np.asarray(v, dtype=np.float64)
     if out.ndim != 2 or out.shape[0] != steps or out.shape[1] == 0:

@@ -40,7 +40,7 @@ def plot_tradeoff(
         The written file.
     """
     fig, ax, path = new_figure(path, (7.0, 4.2))
-    for k, (label, e) in enumerate(errors.items()):
+    for k, (label, e) in enumerate(errors.items()):  # host round trips: matplotlib draws NumPy
         color = f"C{k % 10}"
         ax.semilogy(e.detach().cpu().numpy(), color=color, label=f"{label}: error")
         if label in uncertainties:

@@ -1,4 +1,8 @@
-"""Private helpers shared by the built-in policies: argument checks and random draws."""
+"""Private helpers shared by the built-in policies: argument checks, memory, zero actions.
+
+Random actions are drawn through :mod:`pnsolve._core.random`: on the generator's device,
+then moved to the device of ``A`` and ``b``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from .._core.validation import require_generator as _require_generator
 if TYPE_CHECKING:
     from ..solvers.state import SolverState
 
-__all__ = ["check_block_size", "draw_device", "own_memory", "require_generator", "zero_action"]
+__all__ = ["check_block_size", "own_memory", "require_generator", "zero_action"]
 
 _Memory = TypeVar("_Memory")
 
@@ -39,11 +43,6 @@ def require_generator(generator: object, policy: object) -> torch.Generator:
             "generator=torch.Generator().manual_seed(...) to solve(...) / iterate(...)"
         )
     return _require_generator(generator)
-
-
-def draw_device(generator: torch.Generator) -> torch.device:
-    """The device random numbers are drawn on (the generator's); results are moved after."""
-    return torch.device(generator.device)
 
 
 def zero_action(like: torch.Tensor) -> torch.Tensor:

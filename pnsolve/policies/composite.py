@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..linops.base import LinearOperator
-from ._common import draw_device, require_generator
+from ._common import require_generator
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -153,7 +153,8 @@ class Mixed(_Composite):
     ) -> tuple[torch.Tensor, tuple[object, ...]]:
         """Draw a policy, let it act; return its actions and the updated memory tuple."""
         g = require_generator(generator, self)
-        w = torch.tensor(self.weights, dtype=torch.float64, device=draw_device(g))
+        # drawn on the generator's device (pnsolve._core.random's convention); a host int
+        w = torch.tensor(self.weights, dtype=torch.float64, device=g.device)
         j = int(torch.multinomial(w, 1, generator=g))
         return self._delegate(j, state, generator)
 

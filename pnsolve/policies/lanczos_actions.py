@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .._core import random as rnd
 from ..linops.base import LinearOperator
 from ..linops.checks import as_operand
-from ._common import draw_device, own_memory, require_generator, zero_action
+from ._common import own_memory, require_generator, zero_action
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -109,8 +110,8 @@ class Lanczos(Policy):
             return LanczosMemory(basis, start=start)
         if self.start == "random":
             g = require_generator(generator, self)
-            v = torch.randn(b.shape[0], generator=g, dtype=b.dtype, device=draw_device(g))
-            return LanczosMemory(basis, start=v.to(b.device))
+            v = rnd.randn(b.shape[0], generator=g, dtype=b.dtype, device=b.device)
+            return LanczosMemory(basis, start=v)
         return LanczosMemory(basis)
 
     def __call__(
@@ -130,8 +131,8 @@ class Lanczos(Policy):
         q = _orthonormalised(v, Q)
         if q is None and self.start == "random" and Q.shape[1] < Q.shape[0]:
             g = require_generator(generator, self)  # invariant subspace: a fresh random start
-            w = torch.randn(Q.shape[0], generator=g, dtype=Q.dtype, device=draw_device(g))
-            q = _orthonormalised(w.to(Q.device), Q)
+            w = rnd.randn(Q.shape[0], generator=g, dtype=Q.dtype, device=Q.device)
+            q = _orthonormalised(w, Q)
         if q is None:
             return zero_action(state.residual), memory
         basis = torch.cat([Q, q.unsqueeze(-1)], dim=1)

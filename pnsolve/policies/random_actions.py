@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._common import check_block_size, draw_device, require_generator
+from .._core import random as rnd
+from ._common import check_block_size, require_generator
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -97,21 +98,22 @@ class Random(Policy):
         """Return ``(S, None)``; ``S`` is ``(n, block_size)`` with ``A``'s dtype and device."""
         g = require_generator(generator, self)
         r = state.residual
-        n, m, dev = r.shape[0], self.block_size, draw_device(g)
+        n, m, dev = r.shape[0], self.block_size, r.device
         if self.distribution == "gaussian":
-            S = torch.randn(n, m, generator=g, dtype=r.dtype, device=dev)
+            S = rnd.randn((n, m), generator=g, dtype=r.dtype, device=dev)
         elif self.distribution == "rademacher":
-            S = torch.randint(0, 2, (n, m), generator=g, device=dev).to(r.dtype).mul_(2).sub_(1)
+            S = rnd.rademacher((n, m), generator=g, dtype=r.dtype, device=dev)
         else:
-            S = self._sparse_sign(n, m, g, r.dtype)
-        return S.to(r.device), None
+            S = self._sparse_sign(n, m, g, r)
+        return S, None
 
-    def _sparse_sign(self, n: int, m: int, g: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
-        nnz, dev = self.nnz_for(n), draw_device(g)
-        rows = torch.rand(n, m, generator=g, device=dev).argsort(dim=0)[:nnz]  # distinct rows
-        signs = torch.randint(0, 2, (nnz, m), generator=g, device=dev).to(dtype).mul_(2).sub_(1)
-        S = torch.zeros(n, m, dtype=dtype, device=dev)
-        return S.scatter_(0, rows, signs / math.sqrt(nnz))
+    def _sparse_sign(self, n: int, m: int, g: torch.Generator, r: torch.Tensor) -> torch.Tensor:
+        nnz = self.nnz_for(n)
+        # distinct rows, chosen on the generator's device (ties sort alike on every device)
+        u = torch.rand(n, m, generator=g, dtype=torch.float32, device=g.device)
+        rows = u.argsort(dim=0)[:nnz].to(r.device)
+        signs = rnd.rademacher((nnz, m), generator=g, dtype=r.dtype, device=r.device)
+        return r.new_zeros(n, m).scatter_(0, rows, signs / math.sqrt(nnz))
 
     def __repr__(self) -> str:
         extra = ""

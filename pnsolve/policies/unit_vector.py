@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .._core import random as rnd
 from .._core.errors import MissingStructureError
 from ..linops.base import LinearOperator
-from ._common import check_block_size, draw_device, own_memory, require_generator, zero_action
+from ._common import check_block_size, own_memory, require_generator, zero_action
 from .base import Policy
 
 if TYPE_CHECKING:
@@ -122,8 +123,8 @@ class UnitVector(Policy):
         if self.order != "random":
             return UnitVectorMemory(chosen)
         g = require_generator(generator, self)
-        perm = torch.randperm(b.shape[0], generator=g, device=draw_device(g))
-        return UnitVectorMemory(chosen, perm.to(b.device))
+        perm = rnd.randperm(b.shape[0], generator=g, device=b.device)
+        return UnitVectorMemory(chosen, perm)
 
     def __call__(
         self, state: SolverState, generator: torch.Generator | None

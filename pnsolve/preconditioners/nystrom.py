@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from .._core import random as rnd
 from .._core.validation import check_generator
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
@@ -34,7 +35,8 @@ class Nystrom(LinearOperator):
     rank
         Sketch size ``r ≥ 1``; capped at ``n`` (then the approximation is exact).
     generator
-        The ``torch.Generator`` that draws the sketch (on ``A``'s device).
+        The ``torch.Generator`` that draws the sketch (on any device: drawn there, moved to
+        ``A``'s).
     mu
         Regularisation ``μ ≥ 0``: ``P`` approximates ``A + μI``. For a kernel
         system ``K̂ = K + σ²I`` use ``Nystrom(K, r, generator=g, mu=σ²)`` (the
@@ -59,15 +61,13 @@ class Nystrom(LinearOperator):
         rank = check_rank(rank, n)
         if generator is None or check_generator(generator) is None:
             raise TypeError("generator must be a torch.Generator (randomness is explicit)")
-        if torch.device(generator.device).type != A.device.type:
-            raise ValueError(f"generator is on device {generator.device} but A is on {A.device}")
         mu = float(mu)
         if not (math.isfinite(mu) and mu >= 0):
             raise ValueError(f"mu must be finite and non-negative, got {mu}")
         super().__init__(A.shape, A.dtype, A.device, is_symmetric=True, is_psd=True)
         eps = torch.finfo(A.dtype).eps
         with torch.no_grad():
-            Omega = torch.randn(n, rank, generator=generator, dtype=A.dtype, device=A.device)
+            Omega = rnd.randn((n, rank), generator=generator, dtype=A.dtype, device=A.device)
             Omega = torch.linalg.qr(Omega).Q
             Y = A.matmat(Omega)
             nu = math.sqrt(n) * eps * float(torch.linalg.matrix_norm(Y, ord=2))

@@ -4,6 +4,9 @@ Every function returns the eigenvalues in descending order, shape ``(n,)``, all
 positive (so the matrices built from them are SPD). :data:`SPECTRA` maps the names
 used across pnsolve (``"exponential"``, ``"polynomial"``, ``"clustered"``,
 ``"rank_deficient"``) to these functions; :func:`spectrum` looks a name up.
+
+They are computed in float64 on ``device`` (``None``: torch's default device) and then
+cast to ``dtype``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,13 @@ def _check_scale(scale: float) -> float:
     return float(scale)
 
 
-def _out(
-    values: torch.Tensor, dtype: torch.dtype, device: torch.device | str | None
-) -> torch.Tensor:
-    return values.sort(descending=True).values.to(dtype=dtype, device=device)
+def _device(device: torch.device | str | None) -> torch.device:
+    """``device``, or for ``None`` torch's default device (resolved in this file)."""
+    return torch.empty(0).device if device is None else torch.device(device)
+
+
+def _out(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return values.sort(descending=True).values.to(dtype=dtype)
 
 
 def exponential_spectrum(
@@ -68,8 +74,8 @@ def exponential_spectrum(
         rate = math.log(cond) / (n - 1) if n > 1 else 0.0
     if not (math.isfinite(rate) and rate >= 0):
         raise ValueError(f"rate must be a finite number ≥ 0, got {rate!r}")
-    i = torch.arange(n, dtype=torch.float64)
-    return _out(scale * torch.exp(-rate * i), dtype, device)
+    i = torch.arange(n, dtype=torch.float64, device=_device(device))
+    return _out(scale * torch.exp(-rate * i), dtype)
 
 
 def polynomial_spectrum(
@@ -85,8 +91,8 @@ def polynomial_spectrum(
     scale = _check_scale(scale)
     if not (math.isfinite(power) and power >= 0):
         raise ValueError(f"power must be a finite number ≥ 0, got {power!r}")
-    i = torch.arange(1, n + 1, dtype=torch.float64)
-    return _out(scale * i.pow(-power), dtype, device)
+    i = torch.arange(1, n + 1, dtype=torch.float64, device=_device(device))
+    return _out(scale * i.pow(-power), dtype)
 
 
 def clustered_spectrum(
@@ -119,14 +125,19 @@ def clustered_spectrum(
     """
     n = check_size(n)
     scale = _check_scale(scale)
+    dev = _device(device)
     if isinstance(clusters, bool):
         raise TypeError(f"clusters must be an int or a sequence of centres, got {clusters!r}")
     if isinstance(clusters, int):
         k = check_size(clusters, "clusters")
-        j = torch.arange(k, dtype=torch.float64)
-        centres = scale * 100.0 ** (-j / (k - 1)) if k > 1 else torch.tensor([scale])
+        j = torch.arange(k, dtype=torch.float64, device=dev)
+        centres = (
+            scale * 100.0 ** (-j / (k - 1))
+            if k > 1
+            else torch.tensor([scale], dtype=torch.float64, device=dev)
+        )
     else:
-        centres = torch.as_tensor(list(clusters), dtype=torch.float64)
+        centres = torch.as_tensor(list(clusters), dtype=torch.float64, device=dev)
         if centres.numel() == 0 or not bool(torch.all(centres > 0) & torch.isfinite(centres).all()):
             raise ValueError(f"clusters must hold positive finite centres, got {clusters!r}")
         centres = centres.sort(descending=True).values
@@ -135,11 +146,13 @@ def clustered_spectrum(
     k = centres.numel()
     sizes = [n // k + (1 if j < n % k else 0) for j in range(k)]
     parts = [
-        c * (1 + spread * torch.linspace(1, -1, m, dtype=torch.float64)) if m > 1 else c.reshape(m)
+        c * (1 + spread * torch.linspace(1, -1, m, dtype=torch.float64, device=dev))
+        if m > 1
+        else c.reshape(m)
         for c, m in zip(centres, sizes)
         if m > 0
     ]
-    return _out(torch.cat(parts), dtype, device)
+    return _out(torch.cat(parts), dtype)
 
 
 def rank_deficient_spectrum(
@@ -166,10 +179,12 @@ def rank_deficient_spectrum(
         raise ValueError(f"rank must lie in 0..n = 0..{n}, got {rank}")
     if not (math.isfinite(jitter) and jitter > 0):
         raise ValueError(f"jitter must be a positive finite number, got {jitter!r}")
-    lam = torch.zeros(n, dtype=torch.float64)
+    lam = torch.zeros(n, dtype=torch.float64, device=_device(device))
     if rank:
-        lam[:rank] = scale * torch.arange(rank, 0, -1, dtype=torch.float64) / rank
-    return _out(lam + jitter, dtype, device)
+        lam[:rank] = (
+            scale * torch.arange(rank, 0, -1, dtype=torch.float64, device=lam.device) / rank
+        )
+    return _out(lam + jitter, dtype)
 
 
 SPECTRA: dict[str, Callable[..., torch.Tensor]] = {

@@ -11,9 +11,10 @@ Right-hand sides (``rhs=``):
 * ``"gaussian"``: ``b ~ N(0, I)`` and ``x_true = A⁻¹ b`` computed in float64 from the
   eigendecomposition (or a Cholesky solve for kernel Gram matrices).
 
-Everything is built in float64 on the generator's device and then cast to ``dtype``
-and moved to ``device``, so the same seed gives the same problem in every dtype (up
-to rounding).
+Everything is drawn and built in float64 on the generator's device and then cast to
+``dtype`` and moved to ``device`` (``None``: torch's default device), so the same seed
+gives the same problem in every dtype (up to rounding) and, with a CPU generator, the
+same numbers on every device.
 """
 
 from __future__ import annotations
@@ -81,8 +82,11 @@ def _system(
     dtype: torch.dtype,
     device: torch.device | str | None,
 ) -> LinearSystem:
+    # None: torch's default device, resolved by a factory call in this file
+    target = torch.empty(0).device if device is None else torch.device(device)
+
     def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=device)
+        return t.to(dtype=dtype, device=target)
 
     A_op = Dense(cast(0.5 * (A + A.mT)), is_symmetric=True, is_psd=True)
     spectrum = None if lam is None else cast(lam)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core import random as rnd
 from .._core.stop_reason import StopReason
 from ..krylov.breakdown import check_preconditioner, curvature_failure
 from ..linops.base import LinearOperator
@@ -166,10 +167,10 @@ class _Run:
         Past the threshold, step ``r`` is taken with probability ``1/w_r``.
         """
         E, k = self.alive.shape
-        u = torch.rand((E, k), generator=generator, dtype=torch.float64, device=generator.device)
+        u = rnd.rand((E, k), generator=generator, dtype=torch.float64, device=self.J.device)
         r = (self.J + 1).to(torch.float64)
         playing = self.alive & self.started
-        go = playing & ((1.0 - u.to(self.J.device)) < torch.exp(-self.beta * r))
+        go = playing & ((1.0 - u) < torch.exp(-self.beta * r))
         self.by_roulette |= playing & ~go
         self.alive &= ~(playing & ~go)
         self.J += go.long()

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import torch
 
+from .._core.precision import full_float32
 from .._core.validation import require_generator
 from ..linops.base import LinearOperator
 from ..linops.checks import (
@@ -21,6 +22,7 @@ from .ulisse_info import UlisseInfo
 __all__ = ["expected_roulette_steps", "ulisse", "ulisse_variance"]
 
 
+@full_float32
 def ulisse(
     A: object,
     b: object,
@@ -244,8 +246,8 @@ def ulisse_variance(
         raise ValueError(
             f"threshold_iterations must be < len(error_norms) = {error_norms.numel()}, got {l}"
         )
-    e = error_norms[l:].to(torch.float64).cpu()
-    m = torch.arange(1, e.numel() + 1, dtype=torch.float64)
+    e = error_norms[l:].to(torch.float64)
+    m = torch.arange(1, e.numel() + 1, dtype=torch.float64, device=e.device)
     # log(W_m − W_{m−1}) = β m(m+1)/2 + log(1 − e^{−β m})
     log_terms = beta * m * (m + 1) / 2 + torch.log(-torch.expm1(-beta * m)) + 2 * torch.log(e)
     log_total = float(torch.logsumexp(log_terms, dim=0))

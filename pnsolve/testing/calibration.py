@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core import random as rnd
 from ..linops.base import LinearOperator
 from ..metrics.calibration import CalibrationStatistics
 from ..policies.base import Policy
@@ -130,7 +131,7 @@ def whitened_error_statistics(
     solver = ProbabilisticLinearSolver(policy, MaxIterations(iterations), prior=prior)
     stats, ranks, null = [], [], 0.0
     for _ in range(draws):
-        z = torch.randn(n, generator=generator, dtype=Ad.dtype, device=Ad.device)
+        z = rnd.randn(n, generator=generator, dtype=Ad.dtype, device=Ad.device)
         x_true = root @ z
         belief, _ = solver.solve(A, A @ x_true, generator=generator)
         r = n - belief.rank

@@ -32,7 +32,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
-__all__ = ["DeviceMode", "HostSyncCounter", "count_host_syncs"]
+__all__ = ["DeviceMode", "HostSyncCounter", "count_host_syncs", "lazy_device", "suite_device"]
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 
@@ -41,6 +41,34 @@ _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 _HOST_VIEWS: frozenset[Callable[..., Any]] = frozenset(
     {torch.Tensor.numpy, torch.Tensor.__array__}  # type: ignore[arg-type]
 )
+
+
+def suite_device() -> torch.device:
+    """The device test code creates its tensors on.
+
+    The target of an active :class:`DeviceMode` (``pytest --device``), else torch's
+    default device. For objects that take a ``device=`` but are not tensors
+    (``Closure``, random Fourier features, ...), built in tests:
+    ``Closure(fn, shape, dtype=..., device=suite_device())``.
+    """
+    return torch.empty(0).device  # a factory call from pnsolve/testing: redirected
+
+
+def lazy_device() -> torch.device:
+    """Torch's lazy-tensor device (TorchScript backend), initialised once per process.
+
+    A second device on a CPU-only machine: mixing it with CPU tensors in one operation
+    raises, as CUDA does, and reading a value runs the recorded graph (a host
+    synchronisation). Slow: for small problems. ``init()`` may be called only once per
+    process; this checks first.
+    """
+    import torch._lazy.ts_backend as ts_backend
+
+    try:
+        torch.zeros(1).to("lazy")
+    except (NotImplementedError, RuntimeError):
+        ts_backend.init()
+    return torch.device("lazy")
 
 
 def _caller_file() -> str:

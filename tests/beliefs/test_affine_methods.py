@@ -23,6 +23,7 @@ from pnsolve.iterative import (
     spectral_bounds,
 )
 from pnsolve.testing import CountingOperator, exact_tol, iterative_tol
+from pnsolve.testing.device import suite_device
 
 N = 24
 NAMES = sorted(methods(1))
@@ -253,7 +254,9 @@ def test_non_spd_operators_raise_naming_A():
 
 def test_gauss_seidel_needs_row_access():
     A = spd(N)
-    op = pn.linops.Closure(lambda X: A @ X, (N, N), dtype=A.dtype, is_symmetric=True)
+    op = pn.linops.Closure(
+        lambda X: A @ X, (N, N), dtype=A.dtype, is_symmetric=True, device=suite_device()
+    )
     with pytest.raises(pn.MissingStructureError, match="to_dense"):
         GaussSeidel(1).operator(op)
     belief, _ = affine_solve(op, torch.ones(N, dtype=A.dtype), Chebyshev(2))  # products only

@@ -25,6 +25,7 @@ from pnsolve.gp.mll_estimators._surrogate import DEFAULT_CHUNK_ENTRIES, chunk_ro
 from pnsolve.kernels import RandomFourierFeatures
 from pnsolve.kernels.base import inv_softplus
 from pnsolve.testing import exact_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 F64 = torch.float64
 
@@ -240,7 +241,7 @@ def test_pathwise_targets_follow_current_hyperparameters():
         kernel.outputscale = os_
         B = est.targets(kernel, X, torch.tensor(noise, dtype=F64), y)
         g = _gen(5)
-        rff = RandomFourierFeatures(kernel, m, 2, generator=g, dtype=F64)
+        rff = RandomFourierFeatures(kernel, m, 2, generator=g, dtype=F64, device=suite_device())
         wf = torch.randn(m, s, generator=g, dtype=F64)
         w = torch.randn(30, s, generator=g, dtype=F64)
         with torch.no_grad():

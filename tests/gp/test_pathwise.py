@@ -13,6 +13,7 @@ from pnsolve.gp.mll_estimators import PathwiseEstimator
 from pnsolve.gp.pathwise import PathwiseDraws, PathwiseSamples, pathwise_update, sample_posterior
 from pnsolve.kernels import RandomFourierFeatures
 from pnsolve.testing import moment_threshold, moment_z_scores
+from pnsolve.testing.device import suite_device
 from pnsolve.testing.tolerances import (
     exact_tol,
     iterative_tol,
@@ -238,7 +239,7 @@ def test_reproducible_with_generator_and_documented_draw_order():
         assert not torch.allclose(a(Xs), c(Xs))
     # draw order: RFF frequencies and phases, then w (m, s), then ε (n, s)
     g = _gen(8)
-    rff = RandomFourierFeatures(k, m, 2, generator=g, dtype=F64)
+    rff = RandomFourierFeatures(k, m, 2, generator=g, dtype=F64, device=suite_device())
     w = rff.weights(s, generator=g, dtype=F64)
     eps = math.sqrt(noise) * torch.randn(20, s, generator=g, dtype=F64)
     assert torch.equal(rff.base_frequencies, a.draws.base_frequencies)

@@ -9,6 +9,7 @@ import torch
 
 import pnsolve as pn
 from pnsolve.kernels import RandomFourierFeatures
+from pnsolve.testing.device import suite_device
 from pnsolve.testing.tolerances import exact_tol, statistical_threshold
 
 F64 = torch.float64
@@ -40,7 +41,9 @@ def test_error_shrinks_like_one_over_sqrt_m(kernel):
         K = kernel(X)
 
         def err(m, seed):
-            f = RandomFourierFeatures(kernel, m, 2, generator=_gen(seed), dtype=F64)
+            f = RandomFourierFeatures(
+                kernel, m, 2, generator=_gen(seed), dtype=F64, device=suite_device()
+            )
             return float(torch.linalg.norm(f.approx_kernel(X) - K) / torch.linalg.norm(K))
 
         small = statistics.mean(err(64, s) for s in range(16))
@@ -51,7 +54,7 @@ def test_error_shrinks_like_one_over_sqrt_m(kernel):
 def test_hyperparameter_change_reuses_frozen_draws():
     k = pn.kernels.RBF(lengthscale=torch.tensor([0.5, 2.0], dtype=F64))
     g = _gen(7)
-    rff = RandomFourierFeatures(k, 50, 2, generator=g, dtype=F64)
+    rff = RandomFourierFeatures(k, 50, 2, generator=g, dtype=F64, device=suite_device())
     state = g.get_state()
     X = _X()
     with torch.no_grad():
@@ -68,7 +71,7 @@ def test_hyperparameter_change_reuses_frozen_draws():
 
 def test_features_are_differentiable_and_follow_input_dtype():
     k = pn.kernels.Matern(2.5, lengthscale=0.7)
-    rff = RandomFourierFeatures(k, 20, 3, generator=_gen(0))
+    rff = RandomFourierFeatures(k, 20, 3, generator=_gen(0), device=suite_device())
     for dtype in (torch.float32, F64):
         F = rff(_X(5, 3, dtype=dtype))
         assert F.shape == (5, 20) and F.dtype == dtype
@@ -78,7 +81,9 @@ def test_features_are_differentiable_and_follow_input_dtype():
 
 
 def test_prior_samples_keep_weights_fixed():
-    rff = RandomFourierFeatures(pn.kernels.RBF(0.5), 40, 2, generator=_gen(1), dtype=F64)
+    rff = RandomFourierFeatures(
+        pn.kernels.RBF(0.5), 40, 2, generator=_gen(1), dtype=F64, device=suite_device()
+    )
     X, Xnew = _X(), _X(8, seed=5)
     with torch.no_grad():
         f = rff.sample_prior(X, 3, generator=_gen(2))
@@ -93,16 +98,18 @@ def test_generator_must_be_explicit():
     k = pn.kernels.RBF()
     for bad in (None, 0, "seed"):
         with pytest.raises(TypeError, match="generator"):
-            RandomFourierFeatures(k, 10, 2, generator=bad)
-    rff = RandomFourierFeatures(k, 10, 2, generator=_gen(0))
+            RandomFourierFeatures(k, 10, 2, generator=bad, device=suite_device())
+    rff = RandomFourierFeatures(k, 10, 2, generator=_gen(0), device=suite_device())
     with pytest.raises(TypeError, match="generator"):
         rff.sample_prior(_X(dtype=torch.float32), 2, generator=None)
     with pytest.raises(ValueError, match="num_features"):
-        RandomFourierFeatures(k, 0, 2, generator=_gen(0))
+        RandomFourierFeatures(k, 0, 2, generator=_gen(0), device=suite_device())
     with pytest.raises(ValueError, match="X"):
         rff.features(_X(4, 3, dtype=torch.float32))
     with pytest.raises(ValueError, match="input_dim"):
-        RandomFourierFeatures(pn.kernels.RBF(ard_dims=3), 10, 2, generator=_gen(0))
+        RandomFourierFeatures(
+            pn.kernels.RBF(ard_dims=3), 10, 2, generator=_gen(0), device=suite_device()
+        )
 
 
 @pytest.mark.statistical
@@ -115,6 +122,8 @@ def test_matern_base_frequencies_are_student_t():
     q = float(t.ppf(0.75, 3))
     n = 20000
     se = 1.0 / (2 * 2 * float(t.pdf(q, 3)) * n**0.5)
-    rff = RandomFourierFeatures(pn.kernels.Matern(1.5), n, 1, generator=_gen(3), dtype=F64)
+    rff = RandomFourierFeatures(
+        pn.kernels.Matern(1.5), n, 1, generator=_gen(3), dtype=F64, device=suite_device()
+    )
     med = float(rff.base_frequencies.abs().median())
     assert abs(med - q) <= statistical_threshold(1e-4) * se

@@ -10,6 +10,7 @@ import torch
 import pnsolve as pn
 from pnsolve.linops import Closure
 from pnsolve.testing import CountingOperator, iterative_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 F64 = torch.float64
 
@@ -219,7 +220,7 @@ def test_nan_in_product_names_iteration(spd):
         out = A @ X
         return out * float("nan") if calls["n"] == 4 else out
 
-    op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True)
+    op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True, device=suite_device())
     with pytest.raises(ValueError, match=r"iteration 3 \(0-based\)"):
         pn.cg(op, _rhs(30), rtol=1e-12)
 
@@ -259,7 +260,7 @@ def test_inf_in_product_names_iteration(spd):
             out[0] = float("inf")
         return out
 
-    op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True)
+    op = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True, device=suite_device())
     with pytest.raises(ValueError, match=r"iteration 2 \(0-based\).*NaN or Inf"):
         pn.cg(op, _rhs(30), rtol=1e-12)
 

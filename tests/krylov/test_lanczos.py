@@ -8,6 +8,7 @@ import torch
 import pnsolve as pn
 from pnsolve.linops import Closure
 from pnsolve.testing import CountingOperator, exact_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 F64 = torch.float64
 
@@ -84,7 +85,9 @@ def test_float32_and_k_clipping(spd):
 def test_matrix_free_operator_accepted(spd):
     n = 50
     A = spd(n, seed=7)
-    op = Closure(lambda X: A @ X, (n, n), dtype=F64)  # symmetry flag unknown (False)
+    op = Closure(
+        lambda X: A @ X, (n, n), dtype=F64, device=suite_device()
+    )  # symmetry flag unknown (False)
     res = pn.lanczos(op, _v(n), 10)
     assert torch.allclose(res.T, pn.lanczos(A, _v(n), 10).T, atol=exact_tol(F64, n))
 

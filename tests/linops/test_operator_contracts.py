@@ -22,6 +22,7 @@ from pnsolve.linops import (
     as_linop,
 )
 from pnsolve.testing.contract import LinearOperatorContract
+from pnsolve.testing.device import suite_device
 
 
 def _randn(*shape, dtype, seed=0):
@@ -50,7 +51,8 @@ class TestDiagonal(LinearOperatorContract):
 
 class TestScaledIdentity(LinearOperatorContract):
     def make(self, dtype):
-        return ScaledIdentity(5, 0.3, dtype=dtype), 0.3 * torch.eye(5, dtype=dtype)
+        op = ScaledIdentity(5, 0.3, dtype=dtype, device=suite_device())
+        return op, 0.3 * torch.eye(5, dtype=dtype)
 
 
 class TestLowRankSymmetric(LinearOperatorContract):
@@ -76,6 +78,7 @@ class TestClosure(LinearOperatorContract):
             dtype=dtype,
             rmatmat=lambda X: M.mT @ X,
             diagonal=lambda: torch.diagonal(M),
+            device=suite_device(),
         )
         return op, M.clone()
 
@@ -159,7 +162,7 @@ def test_symmetry_detection():
 
 
 def test_missing_structure_is_an_error_not_a_densification():
-    op = Closure(lambda X: X, (3, 3), dtype=torch.float64)
+    op = Closure(lambda X: X, (3, 3), dtype=torch.float64, device=suite_device())
     with pytest.raises(pn.MissingStructureError, match="to_dense"):
         op.diagonal()
     with pytest.raises(pn.MissingStructureError):
@@ -167,7 +170,7 @@ def test_missing_structure_is_an_error_not_a_densification():
 
 
 def test_closure_validates_its_callable_output():
-    op = Closure(lambda X: X[:2], (3, 3), dtype=torch.float64)
+    op = Closure(lambda X: X[:2], (3, 3), dtype=torch.float64, device=suite_device())
     with pytest.raises(ValueError, match="matmat"):
         op @ torch.ones(3, dtype=torch.float64)
 

@@ -8,6 +8,7 @@ from policy_helpers import actions, make_problem, run
 
 import pnsolve as pn
 from pnsolve.testing import exact_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 P = pn.policies
 
@@ -51,7 +52,11 @@ def test_no_hidden_products_and_structure_is_required() -> None:
     assert counting.products == info.products == 4
     assert counting.rows_accessed == 4 and counting.diagonal_calls >= 1
     closure = pn.linops.Closure(
-        lambda X: problem.A @ X, (8, 8), dtype=problem.b.dtype, is_symmetric=True
+        lambda X: problem.A @ X,
+        (8, 8),
+        dtype=problem.b.dtype,
+        is_symmetric=True,
+        device=suite_device(),
     )
     with pytest.raises(pn.MissingStructureError, match="PivotedCholesky needs the diagonal"):
         run(P.PivotedCholesky(), closure, problem.b, 2)

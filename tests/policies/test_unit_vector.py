@@ -10,6 +10,7 @@ from policy_helpers import actions, make_problem, run
 
 import pnsolve as pn
 from pnsolve.testing import exact_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 P = pn.policies
 
@@ -153,7 +154,13 @@ def test_schur_needs_the_inverse_prior_and_a_diagonal() -> None:
     )
     with pytest.raises(ValueError, match="inverse prior"):
         solver.solve(problem.A, problem.b)
-    A = pn.linops.Closure(lambda X: problem.A @ X, (6, 6), dtype=problem.b.dtype, is_symmetric=True)
+    A = pn.linops.Closure(
+        lambda X: problem.A @ X,
+        (6, 6),
+        dtype=problem.b.dtype,
+        is_symmetric=True,
+        device=suite_device(),
+    )
     with pytest.raises(
         pn.MissingStructureError, match="UnitVector\\('schur'\\) needs the diagonal"
     ):

@@ -9,6 +9,7 @@ import pnsolve as pn
 from pnsolve.linops import Closure, Dense
 from pnsolve.preconditioners import PivotedCholesky
 from pnsolve.testing import CountingOperator, exact_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 F64 = torch.float64
 
@@ -68,7 +69,7 @@ def test_low_rank_stops_early():
 def test_matrix_free_without_row_access_uses_unit_products(spd):
     n = 30
     A = spd(n, seed=5)
-    op = CountingOperator(Closure(lambda X: A @ X, (n, n), dtype=F64,
+    op = CountingOperator(Closure(lambda X: A @ X, (n, n), dtype=F64, device=suite_device(),
                                   diagonal=lambda: torch.diagonal(A)))  # fmt: skip
     pc = PivotedCholesky(op, 6)
     assert op.products == 6 and op.matvecs == 6

@@ -19,6 +19,7 @@ from pnsolve.policies import Policy
 from pnsolve.problems import make_problem
 from pnsolve.stopping import MaxIterations, ResidualNorm
 from pnsolve.testing import CountingOperator, exact_tol, iterative_tol, krylov_tol
+from pnsolve.testing.device import suite_device
 
 F64 = torch.float64
 
@@ -254,7 +255,9 @@ def test_negative_definite_raises_at_iteration_zero():
 
 # --------------------------------------------------------------------- bad input
 def _nan_closure(n: int, dtype=F64) -> Closure:
-    return Closure(lambda X: torch.full_like(X, math.nan), (n, n), dtype=dtype)
+    return Closure(
+        lambda X: torch.full_like(X, math.nan), (n, n), dtype=dtype, device=suite_device()
+    )
 
 
 N = 6
@@ -319,7 +322,7 @@ def test_nan_product_names_the_iteration():
         calls.append(1)
         return X * (math.inf if len(calls) == 3 else 2.0)
 
-    A = Closure(late_nan, (N, N), dtype=F64)
+    A = Closure(late_nan, (N, N), dtype=F64, device=suite_device())
     b = torch.arange(1.0, N + 1, dtype=F64)
     with pytest.raises(ValueError, match="iteration 2"):
         _solver(pn.policies.Random(), maxiter=5).solve(

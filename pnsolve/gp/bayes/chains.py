@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from ..._core import random as rnd
+from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
 from ...kernels.backends.collectives import is_lead
 from ...kernels.backends.rank_agreement import ranks_agree_on
@@ -75,6 +77,7 @@ class HyperSamples:
     dropped: list[tuple[int, str]] = field(default_factory=list)
 
 
+@full_float32
 def sample_hyperparameters(
     X: torch.Tensor,
     y: torch.Tensor,
@@ -151,12 +154,16 @@ def sample_hyperparameters(
     # on a copy, so the caller's model is left as it was and a second call is the same
     params = copy.deepcopy(params)
     fit = laplace_preconditioner(params, X, y, subset=config.subset, generator=generator)
-    L = torch.linalg.cholesky(fit.M)
+    L = torch.linalg.cholesky(fit.M)  # fit.theta and fit.M are on X's device
+    f64, device = torch.float64, X.device
     starts = [
-        fit.theta + L @ torch.randn(params.dim, generator=generator, dtype=torch.float64)
+        fit.theta + L @ rnd.randn(params.dim, generator=generator, dtype=f64, device=device)
         for _ in range(chains)
     ]
-    seeds = [int(torch.randint(0, 2**62, (1,), generator=generator)) for _ in range(chains)]
+    g = generator  # the chain seeds: host ints, drawn on the generator's device
+    seeds = [
+        int(torch.randint(0, 2**62, (1,), generator=g, device=g.device)) for _ in range(chains)
+    ]
     tag = run_fingerprint(X, y, config, params, seeds)
     if config.backend == "distributed":
         ranks_agree_on(tag, "run (data, settings, chain seeds)")
@@ -255,8 +262,9 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
     # would overwrite each other's parameters mid-product (and in this process, the
     # caller's kernel would be left at the last draw).
     cfg, params = job.config, copy.deepcopy(job.params)
-    g_noise = torch.Generator().manual_seed(job.seed)
-    g_grad = torch.Generator().manual_seed(job.seed + 1)
+    # CPU generators: the same chain whatever the data's device (pnsolve._core.random)
+    g_noise = torch.Generator(device="cpu").manual_seed(job.seed)
+    g_grad = torch.Generator(device="cpu").manual_seed(job.seed + 1)
     if cfg.sampler == "sgld":
         gradient = LogMarginalGradient(
             params, job.X, job.y, method=cfg.gradient, generator=g_grad,

@@ -68,6 +68,15 @@ def save_chain(
     save_state(path, "chain", tag, payload)
 
 
+def _to(value: Any, device: torch.device) -> Any:
+    """``value`` with its tensors (also inside a list) on ``device``."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, list):
+        return [_to(v, device) for v in value]
+    return value
+
+
 def load_chain(
     path: Path,
     tag: str,
@@ -85,8 +94,9 @@ def load_chain(
         not a chain checkpoint, or is corrupt or truncated.
     """
     payload = load_state(path, "chain", tag)
+    device = state.theta.device  # the files hold CPU tensors: back to the chain's device
     for key, value in payload["state"].items():
-        setattr(state, key, value)
+        setattr(state, key, _to(value, device))
     g_noise.set_state(payload["g_noise"])
     g_grad.set_state(payload["g_grad"])
     if gradient is not None:

@@ -81,7 +81,7 @@ class DenseSurrogate:
         d_log_sigma = float((G * profile.detach()).sum()) * sigma
         d_log_noise = float((left * right).sum()) * self.params.noise_at(theta)
         self._r2 = self._profile = None
-        out = torch.zeros(self.params.dim, dtype=torch.float64)
+        out = theta.new_zeros(self.params.dim, dtype=torch.float64)
         out[0], out[1], out[-1] = d_log_sigma, d_log_ell, d_log_noise
         if self.params.parametrization == "seed":
             out[1] = -0.5 * out[1]  # log τ = −log 2 − 2 log ℓ

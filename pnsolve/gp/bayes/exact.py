@@ -6,11 +6,13 @@ import math
 
 import torch
 
+from ..._core.precision import full_float32
 from .hyperparameters import LogHyperparameters
 
 __all__ = ["exact_log_marginal"]
 
 
+@full_float32
 def exact_log_marginal(
     params: LogHyperparameters,
     X: torch.Tensor,

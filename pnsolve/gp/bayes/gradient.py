@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._core import random as rnd
 from ..._core.validation import check_positive_int, require_generator
 from ...kernels.backends import choose_backend
 from ...kernels.kernel_matrix import KernelMatrix
@@ -80,7 +81,8 @@ class LogMarginalGradient:
     method
         ``"ulisse"`` (default), ``"cg"`` or ``"exact"``.
     generator
-        Draws the probes and the roulette (required except for ``"exact"``).
+        Draws the probes and the roulette (required except for ``"exact"``); any device
+        (drawn there, moved to ``X``'s).
     num_probes
         ``Nr`` (seed: 4).
     redraw_every
@@ -202,7 +204,7 @@ class LogMarginalGradient:
                 # (no step taken) need the extra step
                 sol, cinfo = cg(A, B, self.warm, rtol=0.0, atol=self.alpha, maxiter=self.maxiter)
                 products, matvecs = cinfo.products, cinfo.matvecs
-                idle = torch.as_tensor(cinfo.column_iterations).reshape(-1) == 0
+                idle = cinfo.column_iterations.reshape(-1) == 0
                 if bool(idle.any()):
                     cols = idle.nonzero().squeeze(1)
                     step, extra = cg(A, B[:, cols], sol[:, cols], rtol=0.0, atol=0.0, maxiter=1)
@@ -234,8 +236,10 @@ class LogMarginalGradient:
     def _redraw(self) -> None:
         """New Rademacher probes; the probe columns' warm starts restart from zero."""
         n = self.X.shape[0]
-        bits = torch.randint(0, 2, (n, self.num_probes), generator=self.generator)
-        self.probes = (2 * bits - 1).to(dtype=self.X.dtype, device=self.X.device)
+        X, g = self.X, self.generator
+        self.probes = rnd.rademacher(
+            (n, self.num_probes), generator=g, dtype=X.dtype, device=X.device
+        )
         if self.warm is not None:
             self.warm = self.warm.clone()
             self.warm[:, 1:] = 0.0
@@ -250,8 +254,10 @@ class LogMarginalGradient:
         if not isinstance(calls, int) or calls < 0:
             raise ValueError(f"state['calls'] must be a non-negative int, got {calls!r}")
         self.calls = calls
-        self.probes = None if probes is None else torch.as_tensor(probes).clone()
-        self.warm = None if warm is None else torch.as_tensor(warm).clone()
+        # checkpoint files hold CPU tensors: back to the data's device
+        device = self.X.device
+        self.probes = None if probes is None else torch.as_tensor(probes, device=device).clone()
+        self.warm = None if warm is None else torch.as_tensor(warm, device=device).clone()
 
     def __repr__(self) -> str:
         return (

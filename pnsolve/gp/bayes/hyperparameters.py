@@ -49,6 +49,13 @@ class LogHyperparameters:
         Parameter names, e.g. ``("log_sigma", "log_tau", "log_lambda")``.
     dim
         ``p = len(names)``.
+
+    Notes
+    -----
+    ``θ`` is a small float64 vector that lives on the data's device (the samplers and
+    the MAP put it there); every method returns its results on ``theta``'s device, and
+    :meth:`initial` on the kernel's. :meth:`kernel_at` moves this object's kernel copy
+    to ``θ``'s device.
     """
 
     def __init__(
@@ -88,19 +95,26 @@ class LogHyperparameters:
 
     # ------------------------------------------------------------------ mapping
     def initial(self) -> torch.Tensor:
-        """``θ`` of the kernel and noise given at construction, float64, shape ``(p,)``."""
+        """``θ`` of the kernel and noise given at construction, float64, shape ``(p,)``.
+
+        On the kernel's device (move it to the data's: ``params.initial().to(X.device)``).
+        """
         with torch.no_grad():
             log_os = torch.log(self.kernel.outputscale).reshape(1)
             log_ls = torch.log(self.kernel.lengthscale).reshape(-1)
             if self.parametrization == "seed":
                 log_ls = -math.log(2.0) - 2.0 * log_ls  # log τ = −log 2 − 2 log ℓ
-            log_noise = torch.tensor([math.log(self.noise0)], dtype=torch.float64)
-            return torch.cat([log_os, log_ls, log_noise]).to(torch.float64)
+            log_noise = log_os.new_full((1,), math.log(self.noise0), dtype=torch.float64)
+            return torch.cat([log_os.double(), log_ls.double(), log_noise])
 
     def check(self, theta: object) -> torch.Tensor:
-        """``theta`` as a finite float64 tensor of shape ``(p,)`` (errors name it)."""
+        """``theta`` as a finite float64 tensor of shape ``(p,)`` (errors name it).
+
+        A tensor keeps its device; a sequence of numbers becomes a tensor on torch's default
+        device.
+        """
         if not isinstance(theta, torch.Tensor):
-            theta = torch.as_tensor(theta, dtype=torch.float64)
+            theta = torch.as_tensor(theta, dtype=torch.float64, device=torch.get_default_device())
         if theta.shape != (self.dim,):
             raise ValueError(
                 f"theta must have shape ({self.dim},) for parameters {self.names}, got "
@@ -122,8 +136,14 @@ class LogHyperparameters:
         return math.exp(float(theta[-1]))
 
     def kernel_at(self, theta: torch.Tensor) -> StationaryKernel:
-        """The kernel at ``θ`` (this object's copy, updated in place, gradients zeroed)."""
+        """The kernel at ``θ`` (this object's copy, updated in place, gradients zeroed).
+
+        The copy moves to ``theta``'s device first if it lives elsewhere (``θ`` lives on
+        the data's device), so the kernel is evaluated where the data are.
+        """
         theta = self.check(theta)
+        if self.kernel.raw_outputscale.device != theta.device:
+            self.kernel.to(theta.device)
         with torch.no_grad():
             self.kernel.raw_outputscale.copy_(inv_softplus(torch.exp(theta[0])))
             ls = self.lengthscale(theta).to(self.kernel.raw_lengthscale.dtype)
@@ -150,17 +170,18 @@ class LogHyperparameters:
         Returns
         -------
         torch.Tensor
-            Shape ``(p,)``, float64.
+            Shape ``(p,)``, float64, on ``theta``'s device.
         """
         k = self.kernel
-        out = torch.zeros(self.dim, dtype=torch.float64)
+        out = theta.new_zeros(self.dim, dtype=torch.float64)
         for raw, sl in (
             (k.raw_outputscale, slice(0, 1)),
             (k.raw_lengthscale, slice(1, self.dim - 1)),
         ):
             g = torch.zeros_like(raw) if raw.grad is None else raw.grad
             value = torch.nn.functional.softplus(raw.detach())
-            out[sl] = (g.detach() * value / torch.sigmoid(raw.detach())).reshape(-1).double()
+            part = g.detach() * value / torch.sigmoid(raw.detach())
+            out[sl] = part.reshape(-1).to(out)
         if self.parametrization == "seed":
             out[1] = -0.5 * out[1]
         out[-1] = noise_grad * self.noise_at(theta)
@@ -172,7 +193,7 @@ class LogHyperparameters:
         theta = self.check(theta)
         return sum(
             (pr.log_density(theta[i]) for i, pr in enumerate(self.priors)),
-            torch.zeros((), dtype=torch.float64),
+            theta.new_zeros(()),
         )
 
     def log_prior_grad(self, theta: torch.Tensor) -> torch.Tensor:

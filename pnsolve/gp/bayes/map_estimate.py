@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..._core import random as rnd
+from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
 from .exact import exact_log_marginal
 from .hyperparameters import LogHyperparameters
@@ -16,6 +18,7 @@ from .hyperparameters import LogHyperparameters
 __all__ = ["LaplaceFit", "laplace_preconditioner", "log_posterior", "maximise"]
 
 
+@full_float32
 def log_posterior(
     params: LogHyperparameters,
     X: torch.Tensor,
@@ -32,13 +35,15 @@ def log_posterior(
     return value, g
 
 
+@full_float32
 def maximise(
     fn: Callable[[torch.Tensor], tuple[float, torch.Tensor | None]], start: torch.Tensor
 ) -> torch.Tensor:
     """``argmax`` of a smooth ``fn(θ) → (value, gradient)`` by L-BFGS from ``start``.
 
     ``fn`` may return ``(-inf, None)`` where it is undefined (e.g. ``K̂`` not positive
-    definite); the line search then backs off.
+    definite); the line search then backs off. SciPy iterates on the host; ``fn`` sees
+    and the result is on ``start``'s device (float64).
 
     Raises
     ------
@@ -47,14 +52,17 @@ def maximise(
     """
     from scipy.optimize import minimize  # imported on use: importing pnsolve stays light
 
+    # host round trip: SciPy's L-BFGS iterates on NumPy arrays; fn works on start's device
+    device = start.device
+
     def objective(u: np.ndarray) -> tuple[float, np.ndarray]:
-        value, g = fn(torch.from_numpy(u))
+        value, g = fn(torch.from_numpy(u).to(device))
         if g is None or not math.isfinite(value):
             return math.inf, np.zeros_like(u)
-        return -value, -g.numpy()
+        return -value, -g.detach().cpu().numpy()
 
-    res = minimize(objective, start.numpy(), jac=True, method="L-BFGS-B")
-    theta = torch.from_numpy(res.x).to(torch.float64)
+    res = minimize(objective, start.detach().cpu().double().numpy(), jac=True, method="L-BFGS-B")
+    theta = torch.from_numpy(res.x).to(dtype=torch.float64, device=device)
     if not math.isfinite(fn(theta)[0]):
         raise ArithmeticError(f"the maximisation failed: {res.message}")
     return theta
@@ -73,6 +81,8 @@ class LaplaceFit:
         the covariance the chains start from.
     subset
         Indices of the subset used, shape ``(m,)``.
+
+    Every tensor is on the data's device (``θ`` and ``M`` in float64).
     log_posterior
         The log posterior at the MAP on the subset.
     """
@@ -124,9 +134,9 @@ def laplace_preconditioner(
     """
     generator = require_generator(generator)
     m = min(check_positive_int(subset, "subset"), X.shape[0])
-    idx = torch.randperm(X.shape[0], generator=generator)[:m].sort().values
+    idx = rnd.randperm(X.shape[0], generator=generator, device=X.device)[:m].sort().values
     Xs, ys = X[idx], y[idx]
-    start = params.initial() if theta0 is None else params.check(theta0)
+    start = (params.initial() if theta0 is None else params.check(theta0)).to(X.device)
 
     theta = maximise(lambda t: log_posterior(params, Xs, ys, t, grad=True), start)
     value, _ = log_posterior(params, Xs, ys, theta)
@@ -147,9 +157,9 @@ def _hessian(
     """Central differences of the exact gradient, symmetrised, shape ``(p, p)``."""
     p = theta.shape[0]
     h = torch.finfo(torch.float64).eps ** (1 / 3)  # balances O(h²) truncation and eps/h
-    H = torch.empty(p, p, dtype=torch.float64)
+    H = theta.new_empty(p, p, dtype=torch.float64)
     for j in range(p):
-        e = torch.zeros(p, dtype=torch.float64)
+        e = theta.new_zeros(p, dtype=torch.float64)
         e[j] = h
         _, gp = log_posterior(params, X, y, theta + e, grad=True)
         _, gm = log_posterior(params, X, y, theta - e, grad=True)

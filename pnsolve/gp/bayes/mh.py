@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..._core import random as rnd
+from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
 
 __all__ = ["MHState", "MetropolisHastings"]
@@ -74,6 +76,11 @@ class MetropolisHastings:
         Window length for the acceptance rate.
     acceptance_range
         Target acceptance window.
+
+    Notes
+    -----
+    The chain lives on ``proposal_cov``'s device (``theta0`` is moved there); proposals
+    are drawn on the generator's device and moved there.
     """
 
     def __init__(
@@ -111,7 +118,7 @@ class MetropolisHastings:
     def start(self, theta0: torch.Tensor, iterations: int) -> MHState:
         """A fresh run of ``iterations`` steps from ``theta0`` (finite log density)."""
         iterations = check_positive_int(iterations, "iterations")
-        theta = torch.as_tensor(theta0, dtype=torch.float64).clone()
+        theta = torch.as_tensor(theta0, dtype=torch.float64, device=self.L.device).clone()
         p = self.L.shape[0]
         if theta.shape != (p,) or not bool(torch.isfinite(theta).all()):
             raise ValueError(f"theta0 must be finite with shape ({p},), got {theta}")
@@ -124,8 +131,8 @@ class MetropolisHastings:
             t=0,
             iterations=iterations,
             scale=self.scale,
-            samples=torch.empty(iterations, p, dtype=torch.float64),
-            accepted=torch.zeros(iterations, dtype=torch.bool),
+            samples=self.L.new_empty(iterations, p),
+            accepted=torch.zeros(iterations, dtype=torch.bool, device=self.L.device),
         )
 
     def advance(
@@ -143,8 +150,8 @@ class MetropolisHastings:
         centre = 0.5 * sum(self.acceptance_range)
         while state.t < stop:
             t = state.t
-            z = torch.randn(p, generator=generator, dtype=torch.float64)
-            u = float(torch.rand((), generator=generator, dtype=torch.float64))
+            z = rnd.randn(p, generator=generator, dtype=torch.float64, device=self.L.device)
+            u = float(rnd.rand((), generator=generator, dtype=torch.float64, device="cpu"))
             proposal = state.theta + state.scale * (self.L @ z)
             value = float(self.log_density(proposal))
             accept = math.isfinite(value) and math.log(u) < value - state.log_density
@@ -167,6 +174,7 @@ class MetropolisHastings:
                 callback(t, state.theta)
         return state
 
+    @full_float32
     def run(
         self,
         theta0: torch.Tensor,

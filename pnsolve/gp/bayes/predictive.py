@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int
 from ...policies.cg import CG
 from ...stopping.criteria import MaxIterations, ResidualNorm
@@ -61,6 +62,7 @@ class MixturePredictive:
         return float((torch.logsumexp(log_n, dim=0) - math.log(self.means.shape[0])).mean())
 
 
+@full_float32
 def mixture_predictive(
     params: LogHyperparameters,
     thetas: torch.Tensor,
@@ -83,7 +85,8 @@ def mixture_predictive(
         Samples of ``θ``, shape ``(S, p)`` or ``(chains, draws, p)`` (pooled); thinned
         evenly to at most ``max_samples``.
     X, y, Xs
-        Training inputs ``(n, d)``, targets ``(n,)`` and test inputs ``(t, d)``.
+        Training inputs ``(n, d)``, targets ``(n,)`` and test inputs ``(t, d)``; the
+        samples are moved to their device.
     max_samples
         Largest number of ``θ``'s used (each costs one GP fit).
     method
@@ -100,11 +103,11 @@ def mixture_predictive(
     """
     if method not in PREDICTIVE_METHODS:
         raise ValueError(f"method must be one of {PREDICTIVE_METHODS}, got {method!r}")
-    thetas = torch.as_tensor(thetas, dtype=torch.float64).reshape(-1, params.dim)
+    thetas = torch.as_tensor(thetas, dtype=torch.float64, device=X.device).reshape(-1, params.dim)
     if thetas.shape[0] == 0:
         raise ValueError("thetas holds no samples")
     S = min(thetas.shape[0], check_positive_int(max_samples, "max_samples"))
-    picks = torch.linspace(0, thetas.shape[0] - 1, S).round().long()
+    picks = torch.linspace(0, thetas.shape[0] - 1, S, device=X.device).round().long()
     exact = method == "exact" or (method == "auto" and X.shape[0] <= _EXACT_UP_TO)
     means, variances = [], []
     for theta in thetas[picks]:
@@ -132,5 +135,5 @@ def type_ii_maximum_likelihood(
     """
     from .exact import exact_log_marginal
 
-    start = params.initial() if theta0 is None else params.check(theta0)
+    start = (params.initial() if theta0 is None else params.check(theta0)).to(X.device)
     return maximise(lambda t: exact_log_marginal(params, X, y, t, grad=True), start)

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..._core import random as rnd
 from ..._core.errors import NotPositiveDefiniteError
+from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
 
 __all__ = ["SGLD", "SGLDResult", "SGLDState", "step_schedule"]
@@ -151,6 +153,13 @@ class SGLD:
         freezes (plain decreasing-step SGLD).
     variance_batch
         Gradients per estimate of ``V`` (seed: 100).
+
+    Notes
+    -----
+    The chain lives on ``M``'s device (put ``M`` on the data's): ``theta0`` is moved
+    there, the samples are kept there, and the injected noise is drawn on the
+    generator's device and moved there (a CPU generator gives the same chain on every
+    device).
     """
 
     def __init__(
@@ -196,7 +205,7 @@ class SGLD:
         """A fresh run of ``iterations`` steps from ``theta0`` (shape ``(p,)``)."""
         iterations = check_positive_int(iterations, "iterations")
         a, b = step_schedule(self.step_start, self.step_end, iterations, self.gamma)
-        theta = torch.as_tensor(theta0, dtype=torch.float64).clone()
+        theta = torch.as_tensor(theta0, dtype=torch.float64, device=self.M.device).clone()
         p = self.M.shape[0]
         if theta.shape != (p,) or not bool(torch.isfinite(theta).all()):
             raise ValueError(f"theta0 must be finite with shape ({p},), got {theta}")
@@ -205,8 +214,8 @@ class SGLD:
             t=0,
             iterations=iterations,
             schedule=(a, b),
-            samples=torch.empty(iterations, p, dtype=torch.float64),
-            step_sizes=torch.empty(iterations, dtype=torch.float64),
+            samples=self.M.new_empty(iterations, p),
+            step_sizes=self.M.new_empty(iterations),
         )
 
     def advance(
@@ -246,7 +255,7 @@ class SGLD:
             if not bool(torch.isfinite(g).all()):
                 raise ArithmeticError(f"the gradient estimate at iteration {t} is not finite: {g}")
             drift = 0.5 * eps * (self.M @ (g + self.log_prior_grad(state.theta)))
-            z = torch.randn(p, generator=generator, dtype=torch.float64)
+            z = rnd.randn(p, generator=generator, dtype=torch.float64, device=self.M.device)
             state.theta = state.theta + drift + math.sqrt(eps) * (self.L @ z)
             state.samples[t], state.step_sizes[t] = state.theta, eps
             state.t = t + 1
@@ -262,6 +271,7 @@ class SGLD:
                 callback(t, state.theta)
         return state
 
+    @full_float32
     def run(
         self,
         theta0: torch.Tensor,

@@ -6,6 +6,7 @@ import abc
 
 import torch
 
+from ..._core.precision import full_float32
 from ...kernels.base import StationaryKernel
 from .._checks import check_inputs
 from ..pathwise import pathwise_update
@@ -42,6 +43,7 @@ class GradientEstimator(abc.ABC):
     num_probes: int
     needs_solves: bool
 
+    @full_float32
     def targets(
         self,
         kernel: StationaryKernel,
@@ -76,6 +78,7 @@ class GradientEstimator(abc.ABC):
         """
         return self._targets(check_problem(kernel, X, noise, y))
 
+    @full_float32
     def backward(
         self,
         kernel: StationaryKernel,

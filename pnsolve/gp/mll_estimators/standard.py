@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..._core import random as rnd
 from ._checks import Problem, check_chunk_rows, check_positive_int
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
 from ._surrogate import accumulate_probe_gradient
@@ -127,11 +128,8 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         g = self._generator
         shape = (X.shape[0], self.num_probes)
         if self.distribution == "gaussian":
-            Z = torch.randn(shape, generator=g, dtype=X.dtype, device=g.device)
-        else:
-            bits = torch.randint(0, 2, shape, generator=g, device=g.device)
-            Z = (2 * bits - 1).to(X.dtype)
-        return Z.to(X.device)
+            return rnd.randn(shape, generator=g, dtype=X.dtype, device=X.device)
+        return rnd.rademacher(shape, generator=g, dtype=X.dtype, device=X.device)
 
     # --------------------------------------------------------------------- estimator
     def _targets(self, problem: Problem) -> torch.Tensor:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import torch
 
+from ..._core import random as rnd
+from ..._core.precision import full_float32
 from ..._core.statefile import DigestCache
 from ..._core.validation import (
     check_finite,
-    check_generator_device,
     check_positive_int,
     check_real_dtype,
     check_same_device,
@@ -184,7 +185,6 @@ class QSGP:
         """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once."""
         if self.features is not None:
             return
-        check_generator_device(self.generator, X.device, "X")
         rff = RandomFourierFeatures(
             self.kernel, self.m, X.shape[1], generator=self.generator, dtype=X.dtype,
             device=X.device,
@@ -232,7 +232,7 @@ class QSGP:
         nbar = min(self.control_variate_rank, X.shape[0])
         if nbar == 0 or not isinstance(self.likelihood, Gaussian):
             return None
-        support = torch.randperm(X.shape[0], generator=self.generator, device=X.device)[:nbar]
+        support = rnd.randperm(X.shape[0], generator=self.generator, device=X.device)[:nbar]
         R, Xp = self.cov.R, X[support]
         a = torch.zeros(nbar, dtype=X.dtype, device=X.device)
         A = torch.zeros(nbar, R, dtype=X.dtype, device=X.device)
@@ -276,6 +276,7 @@ class QSGP:
         self.cv = None  # the running products no longer match: rebuilt by the next fit
 
     # ----------------------------------------------------------------- queries
+    @full_float32
     def elbo(self, X: torch.Tensor, y: torch.Tensor) -> float:
         """The exact ELBO at the current ``q`` and hyperparameters (``O(n m R)``).
 
@@ -292,6 +293,7 @@ class QSGP:
             )  # fmt: skip
         return float(value)
 
+    @full_float32
     def elbo_estimate(
         self,
         X: torch.Tensor,
@@ -306,18 +308,18 @@ class QSGP:
         and their products are those of the last :meth:`fit` on the same ``(X, y)``, else
         drawn now with the model's generator (other data gets its own: reusing them
         would bias the estimate).
-        ``X`` ``(n, d)``, ``y`` ``(n,)``; ``generator`` (on ``X``'s device) draws the four
-        index sets. Returns a Python float, like :meth:`elbo`.
+        ``X`` ``(n, d)``, ``y`` ``(n,)``; ``generator`` (any device: draws are moved to
+        ``X``'s) draws the four index sets. Returns a Python float, like :meth:`elbo`.
         """
         X, y = self._check_data(X, y)
         generator = require_generator(generator)
         self._ensure(X)
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
-        check_generator_device(generator, X.device, "X")
         cv = self.control_variates_for(X, y) if control_variates else None
         draw = draw_indices(
-            X.shape[0], self.m, self.cov.R, self.batch_size, self.feature_batch_size, generator
-        )
+            X.shape[0], self.m, self.cov.R, self.batch_size, self.feature_batch_size, generator,
+            device=X.device,
+        )  # fmt: skip
         assert self.log_noise is not None
         with torch.no_grad():
             est = estimate(
@@ -326,6 +328,7 @@ class QSGP:
             )  # fmt: skip
         return float(est.elbo)
 
+    @full_float32
     def posterior(self, Xs: torch.Tensor, *, chunk_entries: int = 2**22) -> GaussianPosterior:
         """The latent ``f(Xs) = φ(Xs)ᵀw`` under ``q``: ``.mean``, ``.var`` (shape ``(t,)``)."""
         if self.features is None or self.cov is None or self.mean_weights is None:
@@ -345,6 +348,7 @@ class QSGP:
 
         return GaussianPosterior(mean, var, full_cov)
 
+    @full_float32
     def predict_proba(self, Xs: torch.Tensor) -> torch.Tensor:
         """``p(y = 1 | Xs)`` for a Bernoulli likelihood, shape ``(t,)`` (Gauss–Hermite)."""
         if not isinstance(self.likelihood, Bernoulli):
@@ -355,6 +359,7 @@ class QSGP:
         link = torch.sigmoid if self.likelihood.link == "logit" else torch.special.ndtr
         return link(f) @ weights
 
+    @full_float32
     def fit(
         self,
         X: torch.Tensor,

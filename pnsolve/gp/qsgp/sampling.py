@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..._core import random as rnd
+
 __all__ = ["Draw", "draw_indices"]
 
 
@@ -47,11 +49,18 @@ class Draw:
 def _sample(population: int, size: int, generator: torch.Generator, device) -> torch.Tensor:
     if size >= population:
         return torch.arange(population, device=device)
-    return torch.randint(0, population, (size,), generator=generator, device=device)
+    return rnd.randint(0, population, size, generator=generator, device=device)
 
 
 def draw_indices(
-    n: int, m: int, R: int, batch_size: int, feature_batch_size: int, generator: torch.Generator
+    n: int,
+    m: int,
+    R: int,
+    batch_size: int,
+    feature_batch_size: int,
+    generator: torch.Generator,
+    *,
+    device: torch.device | str | None = None,
 ) -> Draw:
     """Draw ``ℓ̃``, ``ĩ``, ``j̃`` and ``r̃``.
 
@@ -61,8 +70,12 @@ def draw_indices(
 
     With ``feature_batch_size ≥ m`` both ``ĩ`` and ``j̃`` are ``0, …, m − 1`` (and
     ``r̃`` every diagonal column); with ``batch_size ≥ n``, ``ℓ̃`` is every point.
+
+    The indices are drawn on ``generator``'s device and returned on ``device`` (the
+    data's; default: the generator's), so a CPU generator draws the same sets for data
+    on any device.
     """
-    device = generator.device
+    device = generator.device if device is None else torch.device(device)
     rows = _sample(n, batch_size, generator, device)
     i = _sample(m, feature_batch_size, generator, device)
     j = i if feature_batch_size >= m else _sample(m, feature_batch_size, generator, device)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..._core.statefile import load_state, save_state
-from ..._core.validation import check_generator_device, check_positive_int, require_generator
+from ..._core.validation import check_positive_int, require_generator
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
 from .optim import SparseAdagrad
@@ -83,7 +83,6 @@ def fit(
     """
     X, y = q._check_data(X, y)
     generator = require_generator(generator)
-    check_generator_device(generator, X.device, "X")
     steps = check_positive_int(steps, "steps")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
     for name, rate in (("lr", lr), ("hyper_lr", hyper_lr)):
@@ -129,8 +128,9 @@ def fit(
         while q.steps_done < steps:
             t0 = time.perf_counter()
             draw = draw_indices(
-                X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator
-            )
+                X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator,
+                device=X.device,
+            )  # fmt: skip
             est = estimate(
                 q.features, q.cov, q.mean_weights, torch.exp(q.log_noise), q.likelihood, X, y,
                 draw, q.cv, quadrature,

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from ..._core.precision import full_float32
 from ..._core.statefile import tensor_digest
 from ...kernels.backends.collectives import collective, is_lead, require_process_group
 from .._checks import check_inputs, check_targets
@@ -50,6 +51,7 @@ def _identity(
     return identity
 
 
+@full_float32
 def train_hyperparameters(
     X: torch.Tensor,
     y: torch.Tensor,

@@ -87,10 +87,10 @@ class _Model(nn.Module):
         self.kernel = Matern(
             nu=1.5,
             lengthscale=lengthscale,
-            outputscale=torch.tensor(outputscale, dtype=lengthscale.dtype),
+            outputscale=lengthscale.new_tensor(outputscale),
         )
-        raw = inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=lengthscale.dtype))
-        self.raw_noise = nn.Parameter(raw.to(lengthscale.device))
+        raw = inv_softplus(lengthscale.new_tensor(max(noise - min_noise, 1e-12)))
+        self.raw_noise = nn.Parameter(raw)
         self.min_noise = min_noise
 
     def noise(self) -> torch.Tensor:

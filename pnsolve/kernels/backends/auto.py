@@ -26,7 +26,7 @@ def choose_backend(n1: int, n2: int, dtype: torch.dtype, device: torch.device) -
 
     The choice is logged at INFO level on the ``pnsolve.linops`` logger.
     """
-    nbytes = n1 * n2 * torch.empty((), dtype=dtype).element_size()
+    nbytes = n1 * n2 * dtype.itemsize
     if nbytes <= DENSE_LIMIT_BYTES:
         choice, why = "dense", f"{nbytes / 2**20:.1f} MiB <= {DENSE_LIMIT_BYTES // 2**20} MiB"
     elif device.type == "cuda" and keops_available():

@@ -28,27 +28,29 @@ def fingerprint(t: torch.Tensor | None) -> torch.Tensor:
     """Five int64 numbers: present, rows, elements and a 128-bit hash of the bytes.
 
     ``None`` gives zeros. Costs one pass over the bytes (a copy to the host first for a
-    GPU tensor); done once per distributed operator, not per product.
+    GPU tensor); done once per distributed operator, not per product. A host (CPU)
+    tensor, whatever ``t``'s device: the caller moves the fingerprints for the gather.
     """
     if t is None:
-        return torch.zeros(5, dtype=torch.int64)
-    flat = t.detach().contiguous().reshape(-1).cpu()
+        return torch.zeros(5, dtype=torch.int64, device="cpu")
+    flat = t.detach().contiguous().reshape(-1).cpu()  # host round trip: hashing the bytes
     data: Any = flat.view(torch.uint8).numpy()  # hashed through the buffer protocol, no copy
     digest = hashlib.blake2b(data, digest_size=16).digest()
     rows = t.shape[0] if t.ndim else 1
-    return torch.tensor(
-        [1, rows, flat.numel(), _signed(digest[:8]), _signed(digest[8:])], dtype=torch.int64
-    )
+    values = [1, rows, flat.numel(), _signed(digest[:8]), _signed(digest[8:])]
+    return torch.tensor(values, dtype=torch.int64, device="cpu")
 
 
 def _kernel_print(kernel: StationaryKernel) -> torch.Tensor:
     """The kernel's class and settings (``repr``: e.g. ν) and its exact hyperparameters."""
     text = f"{type(kernel).__module__}.{type(kernel).__qualname__}:{kernel!r}"
     digest = _signed(hashlib.blake2b(text.encode(), digest_size=8).digest())
+    # host round trip: the hyperparameters' bytes are hashed
     params = [p.detach().reshape(-1).to(torch.float64).cpu() for p in kernel.parameters()]
-    vector = torch.cat(params) if params else torch.zeros(0, dtype=torch.float64)
+    vector = torch.cat(params) if params else torch.zeros(0, dtype=torch.float64, device="cpu")
     finite = int(bool(torch.isfinite(vector).all()))
-    return torch.cat([torch.tensor([digest, finite], dtype=torch.int64), fingerprint(vector)[1:]])
+    head = torch.tensor([digest, finite], dtype=torch.int64, device="cpu")
+    return torch.cat([head, fingerprint(vector)[1:]])
 
 
 def check_ranks_agree(kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
