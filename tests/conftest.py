@@ -190,7 +190,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     if report.when == "setup" and report.skipped and "cpu_only:" in str(report.longrepr):
         counts["cpu_only"] += 1
-    if report.when == "call":
+    if report.when == "call" and not report.skipped:
         on = dict(report.user_properties).get("on_device")
         if on is not None:
             counts["on" if on else "off"] += 1

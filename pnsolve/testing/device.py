@@ -6,11 +6,12 @@ Two :class:`~torch.overrides.TorchFunctionMode` helpers for test suites (pnsolve
 * :class:`DeviceMode` places the tensors that *test code* creates on a device: tensor
   factories (``torch.randn``, ``torch.zeros``, ``torch.tensor``, ...) called without a
   ``device=`` from the files it is told about (the test suite, its helpers) get that
-  device, ``torch.from_numpy`` there moves its result to it, and NumPy views
-  (``t.numpy()``, ``np.asarray(t)``) taken there read device tensors through the host.
-  A draw with a generator on another device (``torch.Generator()`` is a CPU generator)
-  is made on the generator's device and moved, so a seed gives the same numbers on
-  every device and the suite's statistical tests see the same data. Calls from
+  device, and NumPy views (``t.numpy()``, ``np.asarray(t)``) taken there read device
+  tensors through the host. (``torch.from_numpy`` takes no tensor, so no mode sees it:
+  tests convert arrays with ``torch.as_tensor``, a factory.)
+  A draw with a generator on another device (``torch.Generator()`` is a CPU generator),
+  or from torch's global generator, is made on the CPU and moved, so a seed gives the
+  same numbers on every device and the suite's statistical tests see the same data. Calls from
   anywhere else (the library under test, torch itself, peers) are left alone: the
   library must follow its inputs' device by itself, and a factory that forgets
   ``device=`` shows up as a device mismatch instead of being rescued by a global default.
@@ -36,6 +37,9 @@ __all__ = ["DeviceMode", "HostSyncCounter", "count_host_syncs", "lazy_device", "
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 
+
+#: Random factories: drawn on the CPU when no generator says otherwise (same numbers).
+_RANDOM = frozenset({torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal})
 
 #: NumPy views of a tensor; from test code they read the tensor through the host.
 _HOST_VIEWS: frozenset[Callable[..., Any]] = frozenset(
@@ -145,8 +149,6 @@ class DeviceMode(TorchFunctionMode):
         elif func in _HOST_VIEWS and self._redirects(_caller_file()):
             # test code reading a device tensor into NumPy: through the host, explicitly
             out = func(args[0].cpu(), *args[1:], **kwargs)
-        elif func is torch.from_numpy and self._redirects(_caller_file()):
-            out = func(*args, **kwargs).to(self.device)
         else:
             out = func(*args, **kwargs)
         if not self.touched and isinstance(out, torch.Tensor) and self._on_device(out):
@@ -155,10 +157,15 @@ class DeviceMode(TorchFunctionMode):
 
     def _create(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
         generator = kwargs.get("generator")
-        if isinstance(generator, torch.Generator) and generator.device.type != self.device.type:
+        if isinstance(generator, torch.Generator):
+            source = generator.device
+        elif func in _RANDOM:
+            source = torch.device("cpu")  # torch's global CPU generator, as without the mode
+        else:
+            source = self.device
+        if source.type != self.device.type:
             # draw where the generator lives (same numbers on every device), then move
-            kwargs = {**kwargs, "device": generator.device}
-            return func(*args, **kwargs).to(self.device)
+            return func(*args, **{**kwargs, "device": source}).to(self.device)
         return func(*args, **{**kwargs, "device": self.device})
 
 

@@ -12,6 +12,8 @@ import torch
 import pnsolve as pn
 from pnsolve.gp._checks import as_tensor, check_inputs, check_targets
 
+pytestmark = pytest.mark.cpu_only(reason="NumPy inputs are host data: these models run on the CPU")
+
 
 def _data(n=30, t=6, d=2, seed=0):
     rng = np.random.default_rng(seed)

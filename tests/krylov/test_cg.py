@@ -36,7 +36,7 @@ def test_iterates_match_scipy(spd):
     assert len(ours) == len(ref) == 10 == info.iterations
     tol = krylov_tol(F64, cond)
     for xs, xo in zip(ref, ours):
-        xs = torch.from_numpy(xs)
+        xs = torch.as_tensor(xs)
         assert float((xo - xs).norm() / xs.norm()) <= tol
     assert x.shape == (60,) and torch.equal(x, ours[-1])
 

@@ -118,6 +118,7 @@ class TestProduct(LinearOperatorContract):
         return Dense(A) @ Dense(B), A @ B
 
 
+@pytest.mark.cpu_only(reason="SciPy operators are host (CPU) operators")
 class TestScipyOperator(LinearOperatorContract):
     dtypes = (torch.float64,)
     has_diagonal = False
@@ -128,6 +129,7 @@ class TestScipyOperator(LinearOperatorContract):
         return as_linop(spla.aslinearoperator(M)), torch.from_numpy(M)
 
 
+@pytest.mark.cpu_only(reason="SciPy operators are host (CPU) operators")
 class TestScipySparse(LinearOperatorContract):
     dtypes = (torch.float64,)
     has_rows = False

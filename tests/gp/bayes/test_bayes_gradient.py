@@ -11,6 +11,7 @@ import pnsolve as pn
 from pnsolve.gp.bayes import LogHyperparameters, LogMarginalGradient, exact_log_marginal
 from pnsolve.gp.bayes.dense_surrogate import DenseSurrogate
 from pnsolve.testing import rtol_for, statistical_threshold
+from pnsolve.testing.device import suite_device
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -50,7 +51,7 @@ def test_exact_gradient_matches_central_differences(kernel):
     X = torch.randn(40, 2, generator=g, dtype=F64)
     y = torch.randn(40, generator=g, dtype=F64)
     params = LogHyperparameters(kernel, 0.3)
-    theta = params.initial()
+    theta = params.initial().to(suite_device())
     _, grad = exact_log_marginal(params, X, y, theta, grad=True)
     h = 1e-6
     for i in range(params.dim):
@@ -81,7 +82,7 @@ def _estimates(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     X, y = _clustered()
     params = _params()
-    theta = params.initial()
+    theta = params.initial().to(suite_device())
     exact = LogMarginalGradient(params, X, y, method="exact")(theta).grad
     est = LogMarginalGradient(
         params, X, y, method=method, generator=torch.Generator().manual_seed(seed),
@@ -112,7 +113,7 @@ def test_probes_are_kept_and_solves_warm_started_between_redraws():
     est = LogMarginalGradient(
         params, X, y, generator=torch.Generator().manual_seed(0), redraw_every=3, alpha=0.5
     )
-    theta = params.initial()
+    theta = params.initial().to(suite_device())
     flags = [est(theta).redrawn for _ in range(7)]
     assert flags == [True, False, False, True, False, False, True]
     probes = est.probes.clone()
@@ -160,7 +161,7 @@ def test_truncated_cg_takes_a_step_per_column_and_counts_its_products(monkeypatc
         return ops[-1]
 
     monkeypatch.setattr(est, "system", counted)
-    theta = params.initial()
+    theta = params.initial().to(suite_device())
     for _ in range(2):
         before = None if est.warm is None else est.warm.clone()
         out = est(theta)
@@ -190,7 +191,7 @@ def test_dense_surrogate_gradient_equals_autograd_of_the_kernel_matrix(kernel, p
     X = torch.randn(50, 3, generator=g, dtype=F64)
     U, W = torch.randn(2, 50, 4, generator=g, dtype=F64)
     params = LogHyperparameters(kernel, 0.3, parametrization=parametrization)
-    theta = params.initial() + torch.tensor([0.2, -0.3, -0.5], dtype=F64)
+    theta = params.initial().to(suite_device()) + torch.tensor([0.2, -0.3, -0.5], dtype=F64)
     fast = DenseSurrogate(params, X)
     K_hat = fast.system(theta).to_dense()
     got = fast.gradient(U, W)

@@ -16,6 +16,7 @@ from pnsolve.gp.bayes import (
     type_ii_maximum_likelihood,
 )
 from pnsolve.testing import exact_tol, iterative_tol, rtol_for
+from pnsolve.testing.device import suite_device
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -36,7 +37,7 @@ def _params():
 def test_one_sample_is_the_gp_predictive_with_noise():
     X, y, Xs, _ = _data()
     params = _params()
-    theta = params.initial()
+    theta = params.initial().to(suite_device())
     pred = mixture_predictive(params, theta.unsqueeze(0), X, y, Xs)
     post = pn.gp.ExactGP(pn.kernels.RBF(lengthscale=0.5), 0.05).fit(X, y).posterior(Xs)
     torch.testing.assert_close(pred.mean, post.mean, rtol=rtol_for(F64), atol=exact_tol(F64, 60))
@@ -68,7 +69,9 @@ def test_itergp_predictive_has_the_exact_mean_and_a_wider_variance():
     # outside the Krylov space of y, so it is at least the exact one
     X, y, Xs, _ = _data()
     params = _params()
-    thetas = params.initial() + torch.tensor([[0.0, 0.0, 0.0], [0.1, -0.2, 0.3]], dtype=F64)
+    thetas = params.initial().to(suite_device()) + torch.tensor(
+        [[0.0, 0.0, 0.0], [0.1, -0.2, 0.3]], dtype=F64
+    )
     exact = mixture_predictive(params, thetas, X, y, Xs, method="exact")
     it = mixture_predictive(params, thetas, X, y, Xs, method="itergp", iterations=60, rtol=1e-13)
     torch.testing.assert_close(it.mean, exact.mean, rtol=0, atol=iterative_tol(F64))
@@ -78,7 +81,9 @@ def test_itergp_predictive_has_the_exact_mean_and_a_wider_variance():
 def test_samples_are_thinned_evenly_and_chains_pooled():
     X, y, Xs, _ = _data()
     params = _params()
-    thetas = params.initial() + 0.01 * torch.arange(12, dtype=F64).reshape(2, 6, 1)
+    thetas = params.initial().to(suite_device()) + 0.01 * torch.arange(12, dtype=F64).reshape(
+        2, 6, 1
+    )
     pred = mixture_predictive(params, thetas, X, y, Xs, max_samples=4)
     assert pred.means.shape == (4, Xs.shape[0])
 
@@ -88,7 +93,7 @@ def test_type_ii_ml_is_a_stationary_point_and_beats_the_start():
     params = _params()
     theta = type_ii_maximum_likelihood(params, X, y)
     value, grad = exact_log_marginal(params, X, y, theta, grad=True)
-    start, _ = exact_log_marginal(params, X, y, params.initial())
+    start, _ = exact_log_marginal(params, X, y, params.initial().to(suite_device()))
     assert value >= start
     # L-BFGS-B's default projected-gradient tolerance is 1e-5 on the objective's scale
     assert float(grad.abs().max()) <= math.sqrt(rtol_for(F64)) * (1 + abs(value))
@@ -97,6 +102,8 @@ def test_type_ii_ml_is_a_stationary_point_and_beats_the_start():
 def test_bad_arguments():
     X, y, Xs, _ = _data()
     with pytest.raises(ValueError, match="method"):
-        mixture_predictive(_params(), _params().initial()[None], X, y, Xs, method="svgp")
+        mixture_predictive(
+            _params(), _params().initial().to(suite_device())[None], X, y, Xs, method="svgp"
+        )
     with pytest.raises(ValueError, match="no samples"):
         mixture_predictive(_params(), torch.empty(0, 3, dtype=F64), X, y, Xs)
