@@ -25,6 +25,7 @@ import pytest
 import torch
 
 import pnsolve as pn
+from pnsolve.testing.device import lazy_device
 
 pytestmark = pytest.mark.cpu_only(
     reason="documentation and its examples: no device-specific computation"
@@ -420,6 +421,13 @@ CASES: dict[str, Case] = {
         lambda: pn.kernels.RBF().linop(_X(), backend="gpu"),
         ValueError,
         "backend must be one of",
+    ),
+    "kernel-keops-device": Case(
+        "kernels",
+        "KeOps on a device it does not compute on",
+        lambda: pn.kernels.RBF().linop(_X().to(lazy_device()), backend="keops"),
+        ValueError,
+        'backend="keops" runs on CPU and CUDA',
     ),
     "kernel-complex": Case(
         "kernels",

@@ -86,3 +86,14 @@ def test_keops_gradients_at_zero_distances_match_dense(kernel: str) -> None:
     for a, b in zip(grads["dense"], grads["keops"]):
         assert torch.isfinite(b).all()
         assert float((a - b).abs().max()) <= exact_tol(F64, 60) * max(1.0, float(a.abs().max()))
+
+
+@pytest.mark.cpu_only(reason="needs a device pykeops does not support (torch's lazy device)")
+def test_keops_refuses_devices_it_cannot_compute_on() -> None:
+    # pykeops reads raw pointers: on another device it would crash the process
+    pytest.importorskip("torch._lazy.ts_backend")
+    from pnsolve.testing.device import lazy_device
+
+    X = torch.rand(5, 2, dtype=F64).to(lazy_device())
+    with pytest.raises(ValueError, match='backend="keops" runs on CPU and CUDA'):
+        pn.kernels.RBF().linop(X, backend="keops")

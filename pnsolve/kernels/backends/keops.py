@@ -18,7 +18,10 @@ import torch
 from ..base import StationaryKernel
 from .vjp import recompute_vjp
 
-__all__ = ["KeOpsBackend", "import_lazy_tensor", "keops_available"]
+__all__ = ["KEOPS_DEVICES", "KeOpsBackend", "import_lazy_tensor", "keops_available"]
+
+#: Device types pykeops computes on.
+KEOPS_DEVICES = ("cpu", "cuda")
 
 
 def import_lazy_tensor() -> Any:
@@ -65,11 +68,19 @@ class KeOpsBackend:
     ------
     ImportError
         If pykeops is missing.
+    ValueError
+        If the inputs are on a device pykeops does not compute on (not CPU or CUDA).
     """
 
     name = "keops"
 
     def __init__(self, kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
+        if X1.device.type not in KEOPS_DEVICES:
+            # pykeops reads raw pointers: on another device it would crash the process
+            raise ValueError(
+                f'backend="keops" runs on CPU and CUDA tensors, but X1 is on {X1.device}; '
+                'use backend="chunked" there'
+            )
         self._LazyTensor = import_lazy_tensor()
         self.kernel, self.X1, self.X2 = kernel, X1, X2
 
