@@ -39,11 +39,13 @@ class BlockDiagonal(LinearOperator):
         self._col_offsets = _offsets([b.shape[1] for b in blocks])
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        parts = torch.split(X, [b.shape[1] for b in self.blocks], dim=0)
+        c = self._col_offsets  # row slices (views), as torch.split, on every backend
+        parts = [X[c[j] : c[j + 1]] for j in range(len(self.blocks))]
         return torch.cat([b._matmat(p) for b, p in zip(self.blocks, parts)], dim=0)
 
     def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
-        parts = torch.split(X, [b.shape[0] for b in self.blocks], dim=0)
+        r = self._row_offsets
+        parts = [X[r[j] : r[j + 1]] for j in range(len(self.blocks))]
         return torch.cat([b._rmatmat(p) for b, p in zip(self.blocks, parts)], dim=0)
 
     def _diagonal(self) -> torch.Tensor:
