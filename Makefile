@@ -29,7 +29,7 @@ run: $(VENV)/.core
 	$(VENV)/bin/pnsolve demo --out outputs/demo
 
 test: $(VENV)/.dev
-	PNSOLVE_SMOKE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup -q
+	PNSOLVE_SMOKE=1 $(PY) -m pytest -n $(JOBS) -q
 
 bench: $(VENV)/.dev
 	$(PY) benchmarks/run_all.py

@@ -128,8 +128,25 @@ def _calls() -> dict[str, Callable[[], Any]]:
         config = pn.gp.TrainingConfig(solver="cg", estimator="standard", steps=2, num_probes=4)
         return pn.gp.train_hyperparameters(X, y, config, generator=torch.Generator().manual_seed(0))
 
+    def belief():
+        pls = pn.ProbabilisticLinearSolver(pn.policies.CG(), cg_stop)
+        b = pls.solve(A, y)[0]
+        u = torch.ones(X.shape[0], 3, dtype=F32)
+        return b.var(u), b.downdate_variance(u), b.sample(2, torch.Generator().manual_seed(0))
+
+    def features():
+        g = torch.Generator().manual_seed(0)
+        rff = pn.kernels.RandomFourierFeatures(k, 32, 2, generator=g, dtype=F32)
+        return rff.features(X), rff.approx_kernel(X, Xs), rff.sample_prior(Xs, 2, generator=g)
+
     return {
         "cg": lambda: pn.cg(A, y, rtol=1e-5)[0],
+        "belief": belief,
+        "nystrom": lambda: pn.preconditioners.Nystrom(
+            A, 10, generator=torch.Generator().manual_seed(0)
+        ).logdet(),
+        "pivoted cholesky": lambda: pn.preconditioners.PivotedCholesky(A, 10).logdet(),
+        "random features": features,
         "pls": lambda: pn.ProbabilisticLinearSolver(pn.policies.CG(), cg_stop).solve(A, y)[0].mean,
         "lanczos": lambda: pn.lanczos(A, y, 10).T,
         "kernel": lambda: k(X, Xs),
@@ -203,10 +220,11 @@ def test_the_guard_restores_and_nests() -> None:
     try:
         torch.backends.cuda.matmul.fp32_precision = "tf32"
         with ieee_float32():
-            assert _states() == ("ieee", "ieee")
+            full = ("ieee", saved[1])  # "none" follows the legacy "highest": full already
+            assert _states() == full
             with ieee_float32():
-                assert _states() == ("ieee", "ieee")
-            assert _states() == ("ieee", "ieee")
+                assert _states() == full
+            assert _states() == full
         assert torch.backends.cuda.matmul.fp32_precision == "tf32"
         with pytest.raises(RuntimeError), ieee_float32():
             raise RuntimeError("restored on errors too")
@@ -214,4 +232,37 @@ def test_the_guard_restores_and_nests() -> None:
     finally:
         torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = (
             saved
+        )
+
+
+@pytest.mark.parametrize("legacy", ["high", "medium"])
+def test_a_legacy_setting_stays_readable_inside_and_is_restored(legacy: str) -> None:
+    """A caller who used ``torch.set_float32_matmul_precision``: code called back from
+    inside a pnsolve product (an operator) can read both APIs (torch raises on reads
+    when they disagree)."""
+    saved = torch.get_float32_matmul_precision()
+    before = _states()
+    seen: list[tuple[str, bool, tuple[str, str]]] = []
+
+    X, y, _ = _problem(60)
+    with torch.no_grad():
+        K = pn.kernels.RBF(lengthscale=0.3)(X, X) + 0.05 * torch.eye(60, dtype=F32)
+
+    def matmat(V: torch.Tensor) -> torch.Tensor:  # the user's operator, called back
+        m = torch.backends.cuda.matmul
+        seen.append((torch.get_float32_matmul_precision(), m.allow_tf32, _states()))
+        return K @ V
+
+    A = pn.linops.Closure(matmat, (60, 60), dtype=F32, is_symmetric=True)
+    try:
+        torch.set_float32_matmul_precision(legacy)
+        user = _states()
+        pn.cg(A, y, rtol=1e-4)
+        assert seen and all(s == ("highest", False, ("ieee", "ieee")) for s in seen)
+        assert torch.get_float32_matmul_precision() == legacy and _states() == user
+        assert torch.backends.cuda.matmul.allow_tf32  # readable: the APIs agree again
+    finally:
+        torch.set_float32_matmul_precision(saved)
+        torch.backends.cuda.matmul.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision = (
+            before
         )

@@ -49,32 +49,64 @@ def _matmul_flags() -> list[object]:
 _FLAGS = _matmul_flags()
 
 
+def _legacy_precision() -> str | None:
+    """``torch.get_float32_matmul_precision()``, or ``None`` where torch refuses to say.
+
+    Torch refuses where the caller mixed the legacy and the per-backend API.
+    """
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        return None
+
+
+_FULL = ("ieee", "none")  # "none": the backend follows the legacy setting
+
+
 @contextmanager
 def ieee_float32() -> Iterator[None]:
     """Run the block with float32 matmuls in full IEEE float32 precision.
 
-    Sets ``torch.backends.cuda.matmul.fp32_precision`` and its oneDNN (CPU) counterpart
-    to ``"ieee"`` where they are not already, and restores the caller's values on exit
-    (the new-style flags only: reading or writing the legacy ``allow_tf32`` after the
-    new API was used raises in torch ≥ 2.9). Nested use costs two attribute reads.
+    Where the caller lowered the precision, the block runs with
+    ``torch.set_float32_matmul_precision("highest")`` (which sets the per-backend
+    ``torch.backends.<cuda|mkldnn>.matmul.fp32_precision`` to ``"ieee"`` as well), and
+    any per-backend flag still lowered is set to ``"ieee"``; on exit both are restored
+    in reverse order. The legacy and the per-backend settings stay consistent inside
+    the block, so code called back from it (a user's callback or operator) may read
+    either, e.g. ``torch.backends.cuda.matmul.allow_tf32``, as torch ≥ 2.9 only allows
+    when they agree. Where the caller's precision is already full, the guard costs a
+    few attribute reads.
 
     Notes
     -----
-    The flags are process-wide: while a pnsolve call runs, float32 matmuls that *other
-    threads* run concurrently are full precision too. Mixed precision is opt-in through
-    the solvers' own arguments, never through these global flags.
+    The flags are process-wide. While a pnsolve call runs, float32 matmuls that *other
+    threads* run concurrently are full precision too; and where two threads run
+    pnsolve calls at once, the one that finishes first restores the caller's setting
+    while the other still runs, whose remaining products then follow that setting. In
+    multithreaded code with a lowered precision, call
+    ``torch.set_float32_matmul_precision("highest")`` around pnsolve work yourself.
+    Mixed precision is opt-in through the solvers' own arguments, never through these
+    global flags.
     """
-    saved = [(m, m.fp32_precision) for m in _FLAGS if m.fp32_precision != "ieee"]  # type: ignore[attr-defined]
-    if not saved:
+    legacy = _legacy_precision()
+    saved = [(m, m.fp32_precision) for m in _FLAGS]  # type: ignore[attr-defined]
+    lowered_legacy = legacy is not None and legacy != "highest"
+    if not lowered_legacy and all(value in _FULL for _, value in saved):
         yield
         return
+    if lowered_legacy:
+        torch.set_float32_matmul_precision("highest")
     for m, _ in saved:
-        m.fp32_precision = "ieee"  # type: ignore[attr-defined]
+        if m.fp32_precision not in _FULL:  # type: ignore[attr-defined]
+            m.fp32_precision = "ieee"  # type: ignore[attr-defined]
     try:
         yield
     finally:
+        if lowered_legacy:
+            torch.set_float32_matmul_precision(legacy)  # type: ignore[arg-type]
         for m, value in saved:
-            m.fp32_precision = value  # type: ignore[attr-defined]
+            if m.fp32_precision != value:  # type: ignore[attr-defined]
+                m.fp32_precision = value  # type: ignore[attr-defined]
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.precision import full_float32
 from .._core.validation import check_generator, check_tensor
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
@@ -84,6 +85,7 @@ class GaussianSolutionBelief:
         """
         return DowndatedCovariance(self.prior.covariance(self.A), self.V)
 
+    @full_float32
     def downdate_variance(self, directions: torch.Tensor) -> torch.Tensor:
         """``uᵀ V Vᵀ u`` per direction: how much variance the computation has removed.
 
@@ -99,6 +101,7 @@ class GaussianSolutionBelief:
         """
         return self._along(directions, self._downdate)
 
+    @full_float32
     def var(self, directions: torch.Tensor) -> torch.Tensor:
         """Variance ``uᵀ Σ_i u`` along each direction ``u``.
 
@@ -119,14 +122,17 @@ class GaussianSolutionBelief:
 
         return self._along(directions, variance)
 
+    @full_float32
     def diagonal(self) -> torch.Tensor:
         """Marginal variances ``diag(Σ_i)``, shape ``(n,)`` (needs a structured ``Σ₀`` diagonal)."""
         return self.cov.diagonal()
 
+    @full_float32
     def trace(self) -> torch.Tensor:
         """``tr(Σ_i) = tr(Σ₀) − ‖V‖²_F`` where ``Σ₀`` has a structured diagonal."""
         return self.prior.covariance(self.A).trace() - (self.V * self.V).sum()
 
+    @full_float32
     def expected_squared_residual(self) -> torch.Tensor:
         """``E‖A (x − mean)‖²`` for ``x`` drawn from the belief: ``tr(A Σ_i A)``, 0-d tensor.
 
@@ -149,6 +155,7 @@ class GaussianSolutionBelief:
             )
         return self.A.trace() - (self.W * self.W).sum()
 
+    @full_float32
     def sample(self, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``k`` draws from the belief, shape ``(n, k)``.
 

@@ -107,6 +107,7 @@ class RandomFourierFeatures(nn.Module):
         check_same_device(X, self.base_frequencies.device, name, "the frozen frequencies")
         return check_finite(X, name)
 
+    @full_float32
     def features(self, X: torch.Tensor) -> torch.Tensor:
         """Feature matrix ``φ(X)`` of shape ``(n, m)`` in ``X``'s dtype (differentiable).
 
@@ -127,6 +128,7 @@ class RandomFourierFeatures(nn.Module):
         """Same as :meth:`features`."""
         return self.features(X)
 
+    @full_float32
     def approx_kernel(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
         """``φ(X1) φ(X2)ᵀ ≈ K(X1, X2)``, shape ``(n1, n2)`` (``X2 = None`` means ``X1``)."""
         F1 = self.features(X1)
@@ -155,6 +157,7 @@ class RandomFourierFeatures(nn.Module):
             device=self.base_frequencies.device,
         )
 
+    @full_float32
     def evaluate(self, X: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Function draws ``f(X) = φ(X) w`` for fixed ``weights`` ``(m, s)``; shape ``(n, s)``."""
         weights = check_tensor(weights, "weights")
@@ -164,6 +167,7 @@ class RandomFourierFeatures(nn.Module):
             )
         return self.features(X) @ weights.to(X.dtype)
 
+    @full_float32
     def sample_prior(
         self, X: torch.Tensor, num_samples: int, *, generator: torch.Generator
     ) -> torch.Tensor:

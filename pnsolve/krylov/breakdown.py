@@ -109,13 +109,14 @@ def curvature_failure(
 def not_pd_preconditioner(it: int) -> NotPositiveDefiniteError:
     """The error for ``rᵀ M r ≤ 0`` at iteration ``it``."""
     return NotPositiveDefiniteError(
-        f"M is not positive definite: rᵀ M r ≤ 0 at iteration {it} (0-based)", iteration=it
+        f"M is not positive definite: rᵀ M r ≤ 0 or not finite at iteration {it} (0-based)",
+        iteration=it,
     )
 
 
 def check_preconditioner(M: LinearOperator | None, rz: torch.Tensor, it: int) -> None:
     """Raise when ``rᵀ M r ≤ 0`` for some column: ``M`` is not positive definite."""
-    if M is not None and not bool((rz > 0).all()):
+    if M is not None and not bool((rz > 0).all()):  # NaN fails too
         raise not_pd_preconditioner(it)
 
 
@@ -172,14 +173,15 @@ def next_direction(
 ) -> None:
     """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
 
-    ``rz > 0`` is tested on the columns ``checked`` (default all) without a host
+    ``rz > 0`` (false for NaN) is tested on the columns ``checked`` (default all) without a host
     synchronisation: the test is left in ``cols.pending`` for the caller's next read
     (:meth:`ActiveColumns.resolve_pending`).
     """
     Z = cols.R if M is None else M.matmat(cols.R)
     rz = torch.linalg.vecdot(cols.R, Z, dim=0)
     if M is not None:
-        bad = rz <= 0 if checked is None else (rz <= 0) & checked
+        bad = ~(rz > 0)  # NaN (from M) fails too
+        bad = bad if checked is None else bad & checked
         cols.pending, cols.pending_it = bad.any(), it
     beta = torch.where(restart, 0.0, rz / cols.rz)
     cols.P.mul_(beta).add_(Z)

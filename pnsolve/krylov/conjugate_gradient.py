@@ -348,6 +348,9 @@ def _iterate(
             if run.exact and cols.idx.numel():
                 next_direction(cols, M, restart, run.it)
         return None
+    except BaseException:
+        cols.pending = None  # the error on its way out is the one to report
+        raise
     finally:
         cols.resolve_pending()  # a direction computed last (unused) is still checked
 
@@ -384,8 +387,13 @@ def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Ten
         next_direction(cols, M, torch.zeros_like(check), run.it + 1, checked=~check)
     pending = cols.pending if cols.pending is not None else check.new_zeros(())
     healthy, any_check, bad_m = torch.stack([positive.all(), check.any(), pending]).tolist()
-    cols.resolve_pending(bad_m)
+    # in the order they were computed: the exact-CG test is of this step's direction,
+    # the classical one of the next direction, computed after this step's product
+    if run.exact:
+        cols.resolve_pending(bad_m)
     dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx)
+    if not run.exact:
+        cols.resolve_pending(bad_m)
     if run.exact:
         restart, stuck = replace_residuals(run.A, cols, rn, check, any_check, run.count)
         done = rn <= cols.tol if any_check else check

@@ -7,6 +7,7 @@ import math
 import torch
 
 from .._core import random as rnd
+from .._core.precision import full_float32
 from .._core.validation import check_generator
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
@@ -53,6 +54,7 @@ class Nystrom(LinearOperator):
         ``μ`` and the stabilising shift ``ν``.
     """
 
+    @full_float32
     def __init__(
         self, A: object, rank: int, *, generator: torch.Generator, mu: float = 0.0
     ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from .._core.errors import MissingStructureError
+from .._core.precision import full_float32
 from ..linops.base import LinearOperator
 from ._common import as_spd_operator, check_rank, positive_diagonal
 
@@ -62,6 +63,7 @@ class PivotedCholesky(LinearOperator):
         Diagonal of ``D``, shape ``(n,)``.
     """
 
+    @full_float32
     def __init__(
         self,
         A: object,

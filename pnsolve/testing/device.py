@@ -23,6 +23,7 @@ Two :class:`~torch.overrides.TorchFunctionMode` helpers for test suites (pnsolve
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -35,11 +36,13 @@ from torch.utils._device import _device_constructors
 
 __all__ = ["DeviceMode", "HostSyncCounter", "count_host_syncs", "lazy_device", "suite_device"]
 
-_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+#: torch's directory as imported and with symbolic links resolved
+_TORCH_DIRS = tuple({str(Path(torch.__file__).parent), str(Path(torch.__file__).resolve().parent)})
 
 
 #: Random factories: drawn on the CPU when no generator says otherwise (same numbers).
-_RANDOM = frozenset({torch.rand, torch.randn, torch.randint, torch.randperm, torch.normal})
+#: (``torch.normal`` takes no ``device=`` and is not a factory torch redirects)
+_RANDOM = frozenset({torch.rand, torch.randn, torch.randint, torch.randperm})
 
 #: NumPy views of a tensor; from test code they read the tensor through the host.
 _HOST_VIEWS: frozenset[Callable[..., Any]] = frozenset(
@@ -80,7 +83,7 @@ def _caller_file() -> str:
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not name.startswith(_TORCH_DIR) and name != __file__:
+        if not name.startswith(_TORCH_DIRS) and name != __file__:
             return name
         frame = frame.f_back  # type: ignore[assignment]
     return ""
@@ -131,7 +134,8 @@ class DeviceMode(TorchFunctionMode):
     def _redirects(self, filename: str) -> bool:
         verdict = self._verdicts.get(filename)
         if verdict is None:
-            verdict = any(filename.startswith(root) for root in self.roots)
+            real = os.path.realpath(filename)  # a checkout reached through a symlink
+            verdict = any(real.startswith(root) for root in self.roots)
             self._verdicts[filename] = verdict
         return verdict
 

@@ -341,3 +341,62 @@ def test_core_checks_its_arguments(spd):
         _core(A, B, maxiter=-1)
     with pytest.raises(ValueError, match="LinearOperator"):
         _core(A.matrix, B)
+
+
+# ------------------------------------------------ the deferred preconditioner test
+def _nan_on_call(matrix, when):
+    """A symmetric operator that returns NaN on its ``when``-th product (1-based)."""
+    calls = {"n": 0}
+
+    def matmat(X):
+        calls["n"] += 1
+        out = matrix @ X
+        return out * float("nan") if calls["n"] == when else out
+
+    n = matrix.shape[0]
+    return Closure(matmat, (n, n), dtype=F64, is_symmetric=True, device=suite_device())
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_nan_from_the_preconditioner_blames_m(spd, exact):
+    A = pn.linops.Dense(spd(30, seed=13))
+    M = _nan_on_call(torch.eye(30, dtype=F64), when=3)
+    B = _rhs(30, 2)
+    tol = torch.zeros(2, dtype=F64)
+    with pytest.raises(pn.NotPositiveDefiniteError, match="M is not positive definite") as err:
+        _core(A, B, tolerances=tol, M=M, exact_residuals=exact)
+    # M's third product is the direction of iteration 2 (the first one is iteration 0's)
+    assert err.value.iteration == 2
+
+
+def test_nan_from_a_blames_a_in_classical_cg(spd):
+    A = _nan_on_call(spd(30, seed=14), when=3)
+    M = pn.linops.Dense(torch.eye(30, dtype=F64))
+    B = _rhs(30, 2)
+    tol = torch.zeros(2, dtype=F64)
+    with pytest.raises(ValueError, match=r"iteration 2 \(0-based\)") as err:
+        _core(A, B, tolerances=tol, M=M, exact_residuals=False)
+    assert "M is not positive definite" not in str(err.value)
+
+
+def test_an_error_inside_an_iteration_is_not_replaced(spd):
+    """An interrupt while a preconditioner test is still deferred is what propagates."""
+    A0 = spd(30, seed=15)
+    m_calls = {"n": 0}
+
+    def precondition(X):  # negative on the direction after iteration 0
+        m_calls["n"] += 1
+        return -X if m_calls["n"] == 2 else X
+
+    M = Closure(precondition, (30, 30), dtype=F64, is_symmetric=True, device=suite_device())
+    calls = {"n": 0}
+
+    def matmat(X):
+        calls["n"] += 1
+        if calls["n"] == 2:  # iteration 1's product
+            raise KeyboardInterrupt  # e.g. the user's Ctrl-C, mid-run
+        return A0 @ X
+
+    A = Closure(matmat, (30, 30), dtype=F64, is_symmetric=True, device=suite_device())
+    with pytest.raises(KeyboardInterrupt):
+        pn.cg(A, _rhs(30), M=M)

@@ -48,6 +48,19 @@ def test_library_factories_are_not_rescued(lazy: torch.device) -> None:
     assert op.device.type == "cpu"
 
 
+def test_a_root_reached_through_a_symlink_is_redirected(lazy: torch.device, tmp_path: Path) -> None:
+    real = tmp_path / "checkout"
+    real.mkdir()
+    (real / "make.py").write_text("import torch\n\ndef make():\n    return torch.zeros(2)\n")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    code = compile((link / "make.py").read_text(), str(link / "make.py"), "exec")
+    namespace: dict[str, object] = {}
+    exec(code, namespace)  # frames name the file by the symlinked path
+    with DeviceMode(lazy, [real]):
+        assert namespace["make"]().device.type == "lazy"  # type: ignore[operator]
+
+
 def test_draws_give_the_same_numbers_on_every_device(lazy: torch.device) -> None:
     g = torch.Generator().manual_seed(3)
     expected = torch.randn(5, generator=g, dtype=torch.float64)
