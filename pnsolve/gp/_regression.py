@@ -1,21 +1,31 @@
 """What :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP` share.
 
-Both fit ``K̂ = K(X, X) + σ² I`` (kept as the operator ``self.A``) and answer
+Both fit ``K̂ = K(X, X) + σ² I`` (kept as the operator ``A`` of the fit) and answer
 ``posterior(Xs, method=...)`` queries, with ``method="love"`` through a LOVE cache of
 ``K̂``; they differ in how ``K̂`` is solved and in their default method.
+
+**Under change.** ``fit`` keeps its results in one frozen record, with the
+:class:`~pnsolve.gp.fit_state.Provenance` of the data, kernel, noise and mean it was
+computed from. Every query checks it first: when a hyperparameter changed since (an
+optimiser step, ``k.lengthscale = …``, ``load_state_dict``, ``gp.noise = …``, another
+kernel assigned), the model **fits again** on the same data with the current
+hyperparameters and answers from that; when the training tensors were written in place
+it refuses (:class:`~pnsolve.gp.fit_state.FitChangedError`). Posteriors and LOVE caches
+from before the change refuse their on-demand parts and reuse.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
-from ..linops.base import LinearOperator
 from ._checks import check_inputs
+from ._fitted import FittedModel
 from .love import LoveCache, check_rank
 from .love_posterior import love_posterior, resolve_love_cache
 from .posterior import GaussianPosterior
@@ -23,21 +33,16 @@ from .posterior import GaussianPosterior
 __all__ = ["RegressionGP"]
 
 
-class RegressionGP(abc.ABC):
-    """Base of the regression models: fitted data, query checks and LOVE caches.
+class RegressionGP(FittedModel):
+    """Base of ExactGP and IterGP: fit records (:class:`FittedModel`), query checks, LOVE.
 
-    Subclasses set ``kernel``, ``mean`` and ``X`` (``None`` until fitted) and, in
-    ``fit``, ``y`` and ``A`` (the operator ``K̂``); :meth:`_backend` names the
-    :class:`~pnsolve.kernels.KernelMatrix` backend of the LOVE products. Their
-    ``posterior`` and ``build_love_cache`` go through :meth:`_query`,
+    Subclasses set ``kernel``, ``noise`` and ``mean``; their ``fit`` stores a frozen
+    record through :meth:`_store`, and :meth:`_refit` repeats the fit on the record's
+    data. Queries go through :meth:`_fitted` (the checked record), :meth:`_query`,
     :meth:`_love_posterior` and :meth:`_build_love_cache`.
     """
 
     kernel: Kernel
-    mean: float
-    X: torch.Tensor | None
-    y: torch.Tensor
-    A: LinearOperator
 
     def _backend(self) -> str:
         return "auto"
@@ -61,28 +66,29 @@ class RegressionGP(abc.ABC):
             self.kernel.grid(X).check_covers(Xs, "Xs")
 
     @abc.abstractmethod
-    def _weights(self) -> torch.Tensor:
-        """The fitted representer weights ``(n,)`` (the mean of LOVE posteriors)."""
+    def _weights(self, record: Any) -> torch.Tensor:
+        """The representer weights ``(n,)`` of ``record`` (the mean of LOVE posteriors)."""
 
     def _require_fit(self) -> torch.Tensor:
-        """The training inputs ``X`` ``(n, d)``; raises if :meth:`fit` was not called."""
-        if self.X is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
-        return self.X
+        """The training inputs ``X`` ``(n, d)`` of the current fit (checked: :meth:`_fitted`)."""
+        return self._fitted().X
 
-    def _query(
-        self, Xs: torch.Tensor, method: str, default: str
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(X, Xs)`` for a posterior query: fitted, ``method`` in ``(default, "love")``."""
-        X = self._require_fit()
+    def _query(self, Xs: torch.Tensor, method: str, default: str) -> tuple[Any, torch.Tensor]:
+        """``(record, Xs)`` for a posterior query.
+
+        The current fit's record, ``method`` checked to be ``default`` or ``"love"``,
+        ``Xs`` checked against the training inputs.
+        """
+        record = self._fitted()
         if method not in (default, "love"):
             raise ValueError(f"method must be {default!r} or 'love', got {method!r}")
-        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        self._check_test_inputs(Xs, X)
-        return X, Xs
+        Xs = check_inputs(Xs, "Xs", record.X.shape[1], like=record.X)
+        self._check_test_inputs(Xs, record.X)
+        return record, Xs
 
     def _love_posterior(
         self,
+        record: Any,
         Xs: torch.Tensor,
         rank: int,
         probe: torch.Tensor | None,
@@ -97,11 +103,11 @@ class RegressionGP(abc.ABC):
         ``weights`` come from an uncalibrated solve).
         """
         check_rank(rank)
-        resolved = self._love_cache(rank, probe, Xs, cache)
-        return love_posterior(
+        resolved = self._love_cache(record, rank, probe, Xs, cache)
+        post = love_posterior(
             cache=resolved,
             kernel=self.kernel,
-            X=self._require_fit(),
+            X=record.X,
             Xs=Xs,
             weights=weights,
             offset=self.mean,
@@ -109,6 +115,7 @@ class RegressionGP(abc.ABC):
             math_var=math_var,
             calibrated=resolved.calibrated and fit_calibrated,
         )
+        return self._tie(post, record)
 
     def _build_love_cache(
         self,
@@ -117,18 +124,19 @@ class RegressionGP(abc.ABC):
         Xs: torch.Tensor | None,
         calibrated: bool = False,
     ) -> LoveCache:
-        """``build_love_cache``: a LOVE cache of ``K̂ = self.A``, the model not modified."""
-        X = self._require_fit()
+        """``build_love_cache``: a LOVE cache of the fit's ``K̂``, the model not modified."""
+        record = self._fitted()
         check_rank(rank)
         if Xs is not None:
-            Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-            self._check_test_inputs(Xs, X)
+            Xs = check_inputs(Xs, "Xs", record.X.shape[1], like=record.X)
+            self._check_test_inputs(Xs, record.X)
         if not isinstance(calibrated, bool):
             raise TypeError(f"calibrated must be a bool, got {calibrated!r}")
-        return self._love_cache(rank, probe, Xs, None, calibrated)
+        return self._love_cache(record, rank, probe, Xs, None, calibrated)
 
     def _love_cache(
         self,
+        record: Any,
         rank: int,
         probe: torch.Tensor | None,
         Xs: torch.Tensor | None,
@@ -136,15 +144,15 @@ class RegressionGP(abc.ABC):
         calibrated: bool = False,
     ) -> LoveCache:
         return resolve_love_cache(
-            self.A,
+            record.A,
             self.kernel,
-            self._require_fit(),
+            record.X,
             rank=rank,
             probe=probe,
             Xs=Xs,
             backend=self._backend(),
-            residual=lambda: self.y - self.mean,
-            weights=self._weights(),
+            residual=lambda: record.y - self.mean,
+            weights=self._weights(record),
             cache=cache,
             calibrated=calibrated,
         )

@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
 from .._core.precision import full_float32
+from ..beliefs.affine import AffineSolutionBelief
 from ..iterative.affine import AffineMethod, AffineSolveInfo, affine_solve
 from ..iterative.system import KernelSystem
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel_matrix import KernelMatrix
 from ._checks import check_inputs, check_noise, check_stationary_kernel, check_targets
+from ._fitted import FittedModel
 from .belief_posterior import exact_variance
+from .fit_state import Provenance
 from .posterior import GaussianPosterior
 
-__all__ = ["AffineGP", "AffinePosterior"]
+__all__ = ["AffineGP", "AffineGPFitState", "AffinePosterior"]
+
+
+@dataclass(frozen=True)
+class AffineGPFitState:
+    """What :meth:`AffineGP.fit` computed, and from what (never modified).
+
+    Attributes
+    ----------
+    provenance
+        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
+    X, y
+        Training inputs ``(n, d)`` and targets ``(n,)``.
+    A
+        ``K̂`` as a counted :class:`~pnsolve.iterative.KernelSystem`.
+    belief
+        The method's :class:`~pnsolve.beliefs.AffineSolutionBelief` (``Σ₀ = K̂⁻¹``).
+    info
+        The sweeps' :class:`~pnsolve.iterative.AffineSolveInfo`.
+    """
+
+    provenance: Provenance
+    X: torch.Tensor
+    y: torch.Tensor
+    A: KernelSystem
+    belief: AffineSolutionBelief
+    info: AffineSolveInfo
 
 
 class AffinePosterior(GaussianPosterior):
@@ -38,7 +68,7 @@ class AffinePosterior(GaussianPosterior):
         self.calibrated = True
 
 
-class AffineGP:
+class AffineGP(FittedModel):
     """Computation-aware GP regression with an affine iterative solve (Hegde, Adil & Cockayne 2025).
 
     :meth:`fit` runs ``m`` sweeps of an affine method (``method``, e.g.
@@ -87,6 +117,12 @@ class AffineGP:
 
     Notes
     -----
+    A query after the kernel's hyperparameters, ``noise`` or ``mean`` changed since
+    :meth:`fit` (an optimiser step, ``k.lengthscale = …``, ``load_state_dict``) runs the
+    sweeps again on the same data first: answers always follow the current
+    hyperparameters. Training data written in place since the fit are refused
+    (:class:`~pnsolve.gp.fit_state.FitChangedError`).
+
     Why a new class and not ``IterGP(..., method=...)``: ``IterGP(kernel, noise, policy,
     stopping)`` is fixed by the design (DESIGN §6) and conditions a Gaussian on
     actions (``C_i = S(SᵀK̂S)⁻¹Sᵀ``, low rank); an affine method's ``P_m`` is neither an
@@ -134,7 +170,6 @@ class AffineGP:
         self.method = method
         self.mean = float(mean)
         self.backend = backend
-        self.X: torch.Tensor | None = None
 
     def system(self, X: torch.Tensor) -> KernelSystem:
         """``K̂ = K(X, X) + σ² I`` as a counted :class:`~pnsolve.iterative.KernelSystem`."""
@@ -160,13 +195,30 @@ class AffineGP:
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        provenance = self._provenance(X, y)
         A = self.system(X)
         with torch.no_grad():
             belief, info = affine_solve(A, y - self.mean, self.method, prior="inverse")
-        self.X, self.y, self.A = X, y, A
-        self.belief = belief
-        self.info: AffineSolveInfo = info
+        self._store(AffineGPFitState(provenance, X, y, A, belief, info))
         return self
+
+    def _refit(self, record: AffineGPFitState) -> None:
+        self.fit(record.X, record.y)
+
+    @property
+    def fit_state(self) -> AffineGPFitState:
+        """The record of the current fit (refitted first if hyperparameters changed)."""
+        return self._fitted()
+
+    @property
+    def belief(self) -> AffineSolutionBelief:
+        """The method's belief of the current fit."""
+        return self._fitted().belief
+
+    @property
+    def info(self) -> AffineSolveInfo:
+        """The sweeps' info of the current fit."""
+        return self._fitted().info
 
     @full_float32
     def posterior(self, Xs: torch.Tensor) -> AffinePosterior:
@@ -184,17 +236,16 @@ class AffineGP:
             ``math_var`` and ``comp_var`` (on demand: ``t`` exact solves), ``cov()``,
             ``sample(...)``, ``calibrated = True``.
         """
-        if self.X is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
-        X = self.X
+        record = self._fitted()
+        X = record.X
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        A, P = self.A, self.belief.P
+        A, P = record.A, record.belief.P
         with torch.no_grad():
             K = self.kernel(X, Xs)  # (n, t)
             prior_var = self.kernel.diag(Xs)
             W = P.rmatmat(K)  # P_mᵀ k(X, Xs): m sweeps of the transposed method
             KW = A @ W
-            mean = self.mean + K.mT @ self.belief.mean
+            mean = self.mean + K.mT @ record.belief.mean
             var = prior_var - 2.0 * (K * W).sum(0) + (W * KW).sum(0)
 
         def cov() -> torch.Tensor:
@@ -207,7 +258,9 @@ class AffineGP:
                 KernelMatrix(self.kernel, Xs, X, backend=self.backend), prior_var, A
             )
 
-        return AffinePosterior(mean, var, cov, math_var)
+        post = AffinePosterior(mean, var, cov, math_var)
+        self._tie(post, record)
+        return post
 
     def __repr__(self) -> str:
         return (

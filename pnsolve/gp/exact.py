@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -13,14 +14,41 @@ from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
 from ._regression import RegressionGP
+from .fit_state import FitChangedError, Provenance
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
-__all__ = ["SKI_DENSE_LIMIT", "ExactGP"]
+__all__ = ["SKI_DENSE_LIMIT", "ExactFitState", "ExactGP"]
 
 #: Most training points for which :class:`ExactGP` forms a SKI kernel densely: its point
 #: is to avoid the ``n × n`` matrix, so larger SKI models are fitted with ``IterGP``.
 SKI_DENSE_LIMIT = 5000
+
+
+@dataclass(frozen=True)
+class ExactFitState:
+    """What :meth:`ExactGP.fit` computed, and from what (never modified).
+
+    Attributes
+    ----------
+    provenance
+        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
+    X, y
+        Training inputs ``(n, d)`` and targets ``(n,)``.
+    L
+        Lower Cholesky factor of ``K̂``, shape ``(n, n)``.
+    A
+        ``K̂ = L Lᵀ`` as an operator, shape ``(n, n)``.
+    weights
+        Representer weights ``K̂⁻¹ (y − μ)``, shape ``(n,)``.
+    """
+
+    provenance: Provenance
+    X: torch.Tensor
+    y: torch.Tensor
+    L: torch.Tensor
+    A: LinearOperator
+    weights: torch.Tensor
 
 
 class ExactGP(RegressionGP):
@@ -39,6 +67,12 @@ class ExactGP(RegressionGP):
 
     Notes
     -----
+    A query after the kernel's hyperparameters, ``noise`` or ``mean`` changed since
+    :meth:`fit` (an optimiser step, ``k.lengthscale = …``, ``load_state_dict``) fits
+    again on the same data first: answers always follow the current hyperparameters.
+    Training data written in place since the fit are refused
+    (:class:`~pnsolve.gp.fit_state.FitChangedError`).
+
     Costs ``O(n³)`` time and ``O(n²)`` memory: the reference for moderate ``n``. Fitting
     runs without autograd; for hyperparameter gradients use
     :meth:`log_marginal_likelihood` with ``X, y`` under autograd. ``fit`` binds
@@ -61,7 +95,6 @@ class ExactGP(RegressionGP):
         self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.mean = float(mean)
-        self.X = None
 
     @full_float32
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> ExactGP:
@@ -83,14 +116,32 @@ class ExactGP(RegressionGP):
         y = check_targets(y, X)
         _check_dense_size(self.kernel, X.shape[0])
         self._bind_kernel(X)
+        provenance = self._provenance(X, y)
         with torch.no_grad():
             K = self.kernel(X)
             K.diagonal().add_(self.noise)
             L = _cholesky(K)
-            self.X, self.y, self.L = X, y, L
-            self.A = _cholesky_operator(L)
-            self.weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
+            weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
+        self._store(ExactFitState(provenance, X, y, L, _cholesky_operator(L), weights))
         return self
+
+    def _refit(self, record: ExactFitState) -> None:
+        self.fit(record.X, record.y)
+
+    @property
+    def fit_state(self) -> ExactFitState:
+        """The record of the current fit (refitted first if hyperparameters changed)."""
+        return self._fitted()
+
+    @property
+    def L(self) -> torch.Tensor:
+        """Lower Cholesky factor of ``K̂`` of the current fit, shape ``(n, n)``."""
+        return self._fitted().L
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """Representer weights ``K̂⁻¹ (y − μ)`` of the current fit, shape ``(n,)``."""
+        return self._fitted().weights
 
     @full_float32
     def posterior(
@@ -137,22 +188,29 @@ class ExactGP(RegressionGP):
             with the default probe (built from ``k(X, Xs)`` only); ``False`` for a given
             ``probe`` (declare it through :meth:`build_love_cache`).
         """
-        X, Xs = self._query(Xs, method, "exact")
+        record, Xs = self._query(Xs, method, "exact")
         if method == "love":
             return self._love_posterior(
-                Xs, rank, probe, cache, self.weights, math_var=lambda: self._exact_var(Xs)
+                record,
+                Xs,
+                rank,
+                probe,
+                cache,
+                record.weights,
+                math_var=lambda: self._exact_var(record, Xs),
             )
         with torch.no_grad():
-            Kxs = self.kernel(Xs, X)  # (t, n)
-            mean = self.mean + Kxs @ self.weights
-            W = torch.linalg.solve_triangular(self.L, Kxs.mT, upper=False)  # (n, t)
+            Kxs = self.kernel(Xs, record.X)  # (t, n)
+            mean = self.mean + Kxs @ record.weights
+            W = torch.linalg.solve_triangular(record.L, Kxs.mT, upper=False)  # (n, t)
             var = self.kernel.diag(Xs) - (W * W).sum(0)
 
         def cov() -> torch.Tensor:
             with torch.no_grad():
                 return self.kernel(Xs) - W.mT @ W
 
-        return GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
+        post = GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
+        return self._tie(post, record)
 
     @full_float32
     def build_love_cache(
@@ -188,13 +246,13 @@ class ExactGP(RegressionGP):
         """
         return self._build_love_cache(rank, probe, Xs, calibrated)
 
-    def _weights(self) -> torch.Tensor:
-        return self.weights
+    def _weights(self, record: ExactFitState) -> torch.Tensor:
+        return record.weights
 
-    def _exact_var(self, Xs: torch.Tensor) -> torch.Tensor:
+    def _exact_var(self, record: ExactFitState, Xs: torch.Tensor) -> torch.Tensor:
         """Exact posterior variances by a triangular solve, shape ``(t,)``."""
         with torch.no_grad():
-            W = torch.linalg.solve_triangular(self.L, self.kernel(self.X, Xs), upper=False)
+            W = torch.linalg.solve_triangular(record.L, self.kernel(record.X, Xs), upper=False)
             return self.kernel.diag(Xs) - (W * W).sum(0)
 
     @full_float32
@@ -218,8 +276,16 @@ class ExactGP(RegressionGP):
         if (X is None) != (y is None):
             raise ValueError("pass both X and y, or neither (then the fitted data are used)")
         if X is None:
-            self._require_fit()
-            X, y = self.X, self.y
+            record = self._record
+            if record is None:
+                raise RuntimeError("call fit(X, y) first, or pass X and y")
+            written = record.provenance.data_changes()
+            if written:
+                raise FitChangedError(
+                    f"the training data ({', '.join(written)}) were modified in place "
+                    "since fit: call fit(X, y) again, or pass X and y"
+                )
+            X, y = record.X, record.y  # the hyperparameters are read now: always current
         X = check_inputs(X, "X")
         y = check_targets(y, X)
         noise = self.noise if noise is None else check_noise(noise)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -18,10 +19,41 @@ from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
 from ._regression import RegressionGP
 from .belief_posterior import belief_posterior
+from .fit_state import Provenance
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
-__all__ = ["IterGP"]
+__all__ = ["IterGP", "IterGPFitState"]
+
+
+@dataclass(frozen=True)
+class IterGPFitState:
+    """What :meth:`IterGP.fit` computed, and from what (never modified).
+
+    Attributes
+    ----------
+    provenance
+        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
+    X, y
+        Training inputs ``(n, d)`` and targets ``(n,)``.
+    A
+        ``K̂`` as an operator, shape ``(n, n)``.
+    belief
+        The solver's belief about ``K̂⁻¹ (y − μ)``.
+    info
+        The solve's :class:`~pnsolve.SolveInfo` (``None`` while :meth:`IterGP.iterate`
+        runs).
+    generator
+        The generator given to the fit (a refit after a change draws from it again).
+    """
+
+    provenance: Provenance
+    X: torch.Tensor
+    y: torch.Tensor
+    A: LinearOperator
+    belief: GaussianSolutionBelief
+    info: SolveInfo | None
+    generator: torch.Generator | None
 
 
 class IterGP(RegressionGP):
@@ -80,6 +112,15 @@ class IterGP(RegressionGP):
         ``"chunked"`` (matrix-free), ``"keops"`` or ``"distributed"`` (inside an
         initialised torch.distributed group: every product's rows over the ranks, each
         rank fitting and predicting the same model).
+
+    Notes
+    -----
+    A query after the kernel's hyperparameters, ``noise`` or ``mean`` changed since
+    :meth:`fit` (an optimiser step, ``k.lengthscale = …``, ``load_state_dict``) runs
+    the solver again on the same data first (with the generator given to ``fit``, whose
+    stream goes on): answers always follow the current hyperparameters. Training data
+    written in place since the fit are refused
+    (:class:`~pnsolve.gp.fit_state.FitChangedError`).
     """
 
     def __init__(
@@ -97,7 +138,6 @@ class IterGP(RegressionGP):
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.mean = float(mean)
         self.backend = backend
-        self.X = None
 
     # ------------------------------------------------------------------ fitting
     def system(self, X: torch.Tensor) -> LinearOperator:
@@ -128,11 +168,30 @@ class IterGP(RegressionGP):
         X = check_inputs(X, "X")
         y = check_targets(y, X)
         self._bind_kernel(X)
+        provenance = self._provenance(X, y)
         A = self.system(X)
         with torch.no_grad():
-            self.belief, self.info = self.solver.solve(A, y - self.mean, generator=generator)
-        self.X, self.y, self.A = X, y, A
+            belief, info = self.solver.solve(A, y - self.mean, generator=generator)
+        self._store(IterGPFitState(provenance, X, y, A, belief, info, generator))
         return self
+
+    def _refit(self, record: IterGPFitState) -> None:
+        self.fit(record.X, record.y, generator=record.generator)
+
+    @property
+    def fit_state(self) -> IterGPFitState:
+        """The record of the current fit (refitted first if hyperparameters changed)."""
+        return self._fitted()
+
+    @property
+    def belief(self) -> GaussianSolutionBelief:
+        """The solver's belief of the current fit."""
+        return self._fitted().belief
+
+    @property
+    def info(self) -> SolveInfo | None:
+        """The solve's :class:`~pnsolve.SolveInfo` of the current fit."""
+        return self._fitted().info
 
     def iterate(
         self,
@@ -152,8 +211,8 @@ class IterGP(RegressionGP):
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         self._bind_kernel(X)
         self._check_test_inputs(Xs, X)
+        provenance = self._provenance(X, y)
         A = self.system(X)
-        self.X, self.y, self.A = X, y, A
         # the test inputs' operators do not change with the iterations: built once
         cross = self.kernel.linop(Xs, X, backend=self.backend)
         prior_var = self.kernel.diag(Xs)
@@ -161,9 +220,12 @@ class IterGP(RegressionGP):
         for state in self.solver.iterate(A, y - self.mean, generator=generator):
             if state.iteration == len(norms):  # a breakdown repeats the last iteration
                 norms.append(state.residual_norm)
-            self.belief = state.belief
-            yield state, self._posterior(Xs, state.belief, cross=cross, prior_var=prior_var)
-        self.info = SolveInfo.from_history(state, norms)
+            record = IterGPFitState(provenance, X, y, A, state.belief, None, generator)
+            self._store(record)
+            post = self._posterior(record, Xs, state.belief, cross=cross, prior_var=prior_var)
+            yield state, post
+        info = SolveInfo.from_history(state, norms)
+        self._store(IterGPFitState(provenance, X, y, A, state.belief, info, generator))
 
     # ---------------------------------------------------------------- prediction
     @full_float32
@@ -216,14 +278,21 @@ class IterGP(RegressionGP):
             (the belief's: ``True`` iff the policy is non-adaptive; with ``"love"``
             also the cache's) and ``comp_var_scale``.
         """
-        _, Xs = self._query(Xs, method, "belief")
+        record, Xs = self._query(Xs, method, "belief")
         if method == "love":
             if comp_var_scale is not None:
                 raise ValueError("comp_var_scale applies to method='belief' only")
             return self._love_posterior(
-                Xs, rank, probe, cache, self.belief.mean, fit_calibrated=self.belief.calibrated
+                record,
+                Xs,
+                rank,
+                probe,
+                cache,
+                record.belief.mean,
+                fit_calibrated=record.belief.calibrated,
             )
-        return self._posterior(Xs, self.belief, self._scale(comp_var_scale))
+        scale = self._scale(record, comp_var_scale)
+        return self._posterior(record, Xs, record.belief, scale)
 
     def residual_scale(self) -> float:
         """The residual rescaling heuristic ``s = ‖r_i‖² / (tr K̂ − ‖K̂ V‖²_F)``.
@@ -237,16 +306,21 @@ class IterGP(RegressionGP):
         Costs nothing beyond the fit (``K̂``'s structured diagonal). Returns ``1.0``
         when the belief has no uncertainty left (``tr K̂ − ‖W‖²_F ≤ n eps tr K̂``).
         """
-        self._require_fit()
+        return self._residual_scale(self._fitted())
+
+    def _residual_scale(self, record: IterGPFitState) -> float:
+        belief, A = record.belief, record.A
+        if record.info is None:
+            raise RuntimeError("residual_scale needs a finished fit (iterate() still runs)")
         with torch.no_grad():
-            r2 = float(self.info.residual_norms[-1]) ** 2
-            trace = float(self.A.trace())
-            predicted = float(self.belief.expected_squared_residual())
-        if not predicted > self.A.shape[0] * torch.finfo(self.belief.mean.dtype).eps * trace:
+            r2 = float(record.info.residual_norms[-1]) ** 2
+            trace = float(A.trace())
+            predicted = float(belief.expected_squared_residual())
+        if not predicted > A.shape[0] * torch.finfo(belief.mean.dtype).eps * trace:
             return 1.0
         return r2 / predicted
 
-    def _scale(self, comp_var_scale: float | str | None) -> float:
+    def _scale(self, record: IterGPFitState, comp_var_scale: float | str | None) -> float:
         """The factor for ``comp_var_scale`` (``1.0`` for ``None``)."""
         if comp_var_scale is None:
             return 1.0
@@ -256,7 +330,7 @@ class IterGP(RegressionGP):
                     f"comp_var_scale must be None, 'residual' or a positive number, got "
                     f"{comp_var_scale!r}"
                 )
-            return self.residual_scale()
+            return self._residual_scale(record)
         if (
             isinstance(comp_var_scale, bool)
             or not isinstance(comp_var_scale, int | float)
@@ -287,11 +361,12 @@ class IterGP(RegressionGP):
     def _backend(self) -> str:
         return self.backend
 
-    def _weights(self) -> torch.Tensor:
-        return self.belief.mean
+    def _weights(self, record: IterGPFitState) -> torch.Tensor:
+        return record.belief.mean
 
     def _posterior(
         self,
+        record: IterGPFitState,
         Xs: torch.Tensor,
         belief: GaussianSolutionBelief,
         scale: float = 1.0,
@@ -300,14 +375,15 @@ class IterGP(RegressionGP):
         prior_var: torch.Tensor | None = None,
     ) -> GaussianPosterior:
         """The belief posterior at ``Xs`` (``cross`` and ``prior_var`` built if not given)."""
-        return belief_posterior(
-            cross=self.kernel.linop(Xs, self.X, backend=self.backend) if cross is None else cross,
+        post = belief_posterior(
+            cross=self.kernel.linop(Xs, record.X, backend=self.backend) if cross is None else cross,
             prior_var=self.kernel.diag(Xs) if prior_var is None else prior_var,
             prior_cov=lambda: self.kernel(Xs),
             weights=belief.mean,
             V=belief.V,
             offset=self.mean,
-            A=self.A,
+            A=record.A,
             calibrated=belief.calibrated,
             comp_var_scale=scale,
         )
+        return self._tie(post, record)

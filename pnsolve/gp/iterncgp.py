@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -26,6 +27,7 @@ from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
 from ._checks import check_inputs, check_stationary_kernel
+from .fit_state import Provenance, stale_guard
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
 from .laplace.prediction import latent_posterior, predict_from_posterior
@@ -107,6 +109,13 @@ class IterNCGP:
     so that rounding errors leaving range ``P`` are measured by the solver's metric
     instead of growing unseen.
 
+    A query after the kernel's hyperparameters, the likelihood's parameters or
+    ``mean`` changed since :meth:`fit` (an optimiser step, ``k.lengthscale = …``,
+    ``load_state_dict``) runs the Newton loop again on the same data (and the same
+    ``K`` and generator, if given) first: answers always follow the current
+    hyperparameters. Training data written in place since the fit are refused
+    (:class:`~pnsolve.gp.fit_state.FitChangedError`).
+
     Examples
     --------
     >>> import torch, pnsolve as pn
@@ -151,6 +160,7 @@ class IterNCGP:
         self.backend = backend
         self._state: LaplaceState | None = None
         self._f_cache: tuple[LaplaceState, torch.Tensor] | None = None
+        self._fit_inputs: _FitInputs | None = None
 
     # ------------------------------------------------------------------ operators
     @property
@@ -217,16 +227,23 @@ class IterNCGP:
         )
         if Xs is not None:
             Xs = check_inputs(Xs, "Xs", problem.X.shape[1], like=problem.X)
-        return self._run(problem, Xs, generator)
+        return self._run(problem, Xs, generator, K)
+
+    def _sources(self) -> dict[str, object]:
+        """The hyperparameter sources a fit depends on, by name."""
+        return {"kernel": self.kernel, "likelihood": self.likelihood, "mean": self.mean}
 
     def _run(
         self,
         problem: LaplaceProblem,
         Xs: torch.Tensor | None,
         generator: torch.Generator | None,
+        K: LinearOperator | None,
     ) -> Iterator[tuple[int, SolverState, GaussianPosterior | None]]:
         """Drive :func:`~pnsolve.gp.laplace.newton_loop`, keeping its last state."""
         self._state = None
+        provenance = Provenance.record({"X": problem.X, "y": problem.y}, self._sources())
+        self._fit_inputs = _FitInputs(provenance, problem.X, problem.y, generator, K)
         loop = newton_loop(
             problem,
             self.solver,
@@ -244,7 +261,10 @@ class IterNCGP:
                 post = (
                     None
                     if Xs is None
-                    else latent_posterior(state, self.kernel, Xs, backend=self.backend)
+                    else self._tie(
+                        latent_posterior(state, self.kernel, Xs, backend=self.backend),
+                        provenance,
+                    )
                 )
                 yield state.newton_step, state.inner, post
 
@@ -255,9 +275,29 @@ class IterNCGP:
         return self._state
 
     def _fitted(self) -> LaplaceState:
-        if self._state is None:
+        """The loop's last state, after the check against the fit's provenance.
+
+        The Newton loop runs again first if a hyperparameter changed since the fit;
+        training data written in place are refused.
+        """
+        inputs = self._fit_inputs
+        if self._state is None or inputs is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
+        inputs.provenance.check(
+            self._sources(),
+            refit=lambda: self.fit(inputs.X, inputs.y, generator=inputs.generator, K=inputs.K),
+        )
+        assert self._state is not None
         return self._state
+
+    def _tie(self, post: GaussianPosterior, provenance: Provenance) -> GaussianPosterior:
+        """Make ``post`` refuse its on-demand parts once the fit of ``provenance`` is stale."""
+
+        def now() -> Provenance | None:
+            return None if self._fit_inputs is None else self._fit_inputs.provenance
+
+        post.tie_to(stale_guard(provenance, now, self._sources))
+        return post
 
     @property
     def X(self) -> torch.Tensor | None:
@@ -348,7 +388,9 @@ class IterNCGP:
         state = self._fitted()
         X = state.problem.X
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
-        return latent_posterior(state, self.kernel, Xs, weights=state.weights, backend=self.backend)
+        post = latent_posterior(state, self.kernel, Xs, weights=state.weights, backend=self.backend)
+        assert self._fit_inputs is not None
+        return self._tie(post, self._fit_inputs.provenance)
 
     @full_float32
     def predict_proba(
@@ -398,3 +440,14 @@ class IterNCGP:
 
     predict = predict_proba
     """The same method as :meth:`predict_proba`, named for counts (expected Poisson rates)."""
+
+
+@dataclass(frozen=True)
+class _FitInputs:
+    """What :meth:`IterNCGP.fit` ran on: provenance, data, generator and prior operator."""
+
+    provenance: Provenance
+    X: torch.Tensor
+    y: torch.Tensor
+    generator: torch.Generator | None
+    K: LinearOperator | None

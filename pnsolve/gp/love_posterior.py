@@ -97,8 +97,9 @@ def resolve_love_cache(
             raise TypeError(f"cache must be a LoveCache, got {type(cache).__name__}")
         if cache.A is not A:
             raise ValueError(
-                "cache was built for a different K̂ (another model or an earlier fit); "
-                "build it with this model's build_love_cache()"
+                "cache was built for a different K̂ (another model, or an earlier fit of "
+                "this one: the model fits again when its hyperparameters change); build "
+                "it with this model's build_love_cache()"
             )
         return cache
     with torch.no_grad():

@@ -75,6 +75,22 @@ class GaussianPosterior:
         self._math_var: torch.Tensor | None = None
         self._root_fn = root
         self._root: torch.Tensor | None = None
+        self._current: Callable[[], None] | None = None
+
+    def tie_to(self, current: Callable[[], None]) -> None:
+        """Run ``current()`` before each on-demand computation (the model's check).
+
+        A posterior's on-demand parts (:attr:`math_var`, :meth:`cov`, :meth:`sample`)
+        read the model's kernel and fit when they are asked for; the model ties its
+        posteriors to the fit they came from, and ``current`` raises once that fit is
+        no longer current (hyperparameters changed, or fitted again), so a late
+        computation never mixes two states. Parts already computed stay readable.
+        """
+        self._current = current
+
+    def _check_current(self) -> None:
+        if self._current is not None:
+            self._current()
 
     @property
     def mean(self) -> torch.Tensor:
@@ -93,6 +109,7 @@ class GaussianPosterior:
         if self._math_var_fn is None:
             return self.var
         if self._math_var is None:
+            self._check_current()
             self._math_var = self._math_var_fn()
         return self._present(self._math_var)
 
@@ -119,6 +136,7 @@ class GaussianPosterior:
 
         For ``C`` latent functions: ``(C t, C t)`` in class-major order.
         """
+        self._check_current()
         return self._cov()
 
     @full_float32
@@ -131,6 +149,7 @@ class GaussianPosterior:
         if self._root_fn is None:
             return None
         if self._root is None:
+            self._check_current()
             self._root = self._root_fn()
         return self._root
 

@@ -25,6 +25,7 @@ from ...likelihoods.base import Likelihood
 from ...likelihoods.bernoulli import Bernoulli
 from ...likelihoods.gaussian import Gaussian
 from ...likelihoods.poisson import Poisson
+from ..fit_state import Provenance, stale_guard
 from ..posterior import GaussianPosterior
 from .covariance import VariationalCovariance
 from .estimator import ControlVariates, estimate
@@ -91,6 +92,18 @@ class QSGP:
         The :class:`~pnsolve.gp.qsgp.covariance.VariationalCovariance`.
     history
         Per step of :meth:`fit`: ``{"step", "elbo", "seconds"}`` (the ELBO estimate).
+
+    Notes
+    -----
+    ``q`` is trained for the kernel and likelihood hyperparameters it was fitted with
+    (the random features follow the kernel's lengthscale). After :meth:`fit`, a
+    :meth:`posterior` or :meth:`predict_proba` query refuses once those changed
+    (``k.lengthscale = …``, an optimiser step of your own, ``load_state_dict``, the
+    likelihood's noise, ``log_noise`` written) with
+    :class:`~pnsolve.gp.fit_state.FitChangedError`: ``q`` cannot be recomputed without
+    training, so call :meth:`fit` again (it continues from the current ``q`` with the
+    new hyperparameters). :meth:`elbo` and :meth:`elbo_estimate` evaluate the objective
+    at the current ``q`` and hyperparameters and so are never stale.
     """
 
     def __init__(
@@ -150,6 +163,17 @@ class QSGP:
         # optimiser state carried from one fit call to the next
         self._adagrad: SparseAdagrad | None = None
         self._adam_state: dict | None = None
+        # what the last fit trained q for (None before a fit: q is then the prior's)
+        self._fitted_for: Provenance | None = None
+
+    def _sources(self) -> dict[str, object]:
+        """The hyperparameter sources ``q`` is trained for, by name."""
+        return {"kernel": self.kernel, "likelihood": self.likelihood, "log_noise": self.log_noise}
+
+    def _check_current(self) -> None:
+        """Refuse a query when the hyperparameters changed since the last :meth:`fit`."""
+        if self._fitted_for is not None:
+            self._fitted_for.check(self._sources(), refit=None, what="fit(X, y, ...)")
 
     # ------------------------------------------------------------------ set-up
     def _check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -333,6 +357,7 @@ class QSGP:
         """The latent ``f(Xs) = φ(Xs)ᵀw`` under ``q``: ``.mean``, ``.var`` (shape ``(t,)``)."""
         if self.features is None or self.cov is None or self.mean_weights is None:
             raise RuntimeError("fit the model (or evaluate its ELBO) before asking for a posterior")
+        self._check_current()
         Xs = self._check_inputs(Xs, "Xs")
         means, variances = [], []
         with torch.no_grad():
@@ -346,7 +371,11 @@ class QSGP:
             with torch.no_grad():
                 return cov.latent_cov(features.block(Xs))
 
-        return GaussianPosterior(mean, var, full_cov)
+        post = GaussianPosterior(mean, var, full_cov)
+        if self._fitted_for is not None:
+            fitted_for = self._fitted_for
+            post.tie_to(stale_guard(fitted_for, lambda: self._fitted_for, self._sources))
+        return post
 
     @full_float32
     def predict_proba(self, Xs: torch.Tensor) -> torch.Tensor:
@@ -386,12 +415,15 @@ class QSGP:
 
         if closed_form_diagonal and self.steps_done == 0:
             self.closed_form_diagonal(X, y)
-        return fit(
+        fit(
             self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
             learn_hyperparameters=learn_hyperparameters,
             freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
             checkpoint_every=checkpoint_every, progress=progress,
         )  # fmt: skip
+        # q's posterior depends on the hyperparameters, not on the training data
+        self._fitted_for = Provenance.record({}, self._sources())
+        return self
 
     def __repr__(self) -> str:
         return (
