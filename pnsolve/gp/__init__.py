@@ -8,12 +8,17 @@ IterGP's is of its solve; posteriors are pure queries), :func:`fit_exact_hyperpa
 (type-II maximum likelihood by Cholesky, the reference fit), marginal-likelihood
 gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwise) and
 iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
+
+Every model keeps what ``fit`` computed in one record with its
+:class:`Provenance`; a query after the hyperparameters changed either fits again or
+raises :class:`FitChangedError` (see each model's Notes), never answers from a stale fit.
 """
 
 from . import bayes
 from .affine_gp import AffineGP, AffinePosterior
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
+from .fit_state import FitChangedError, Provenance
 from .itergp import IterGP
 from .iterncgp import IterNCGP, LaplaceState, NewtonStep, NewtonStopReason
 from .love import LoveCache
@@ -35,6 +40,7 @@ __all__ = [
     "ExactEstimator",
     "ExactFit",
     "ExactGP",
+    "FitChangedError",
     "GaussianPosterior",
     "GradientEstimator",
     "IterGP",
@@ -45,6 +51,7 @@ __all__ = [
     "NewtonStopReason",
     "PathwiseEstimator",
     "PathwiseSamples",
+    "Provenance",
     "StandardEstimator",
     "TrainingConfig",
     "TrainingResult",

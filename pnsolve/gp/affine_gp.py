@@ -222,7 +222,7 @@ class AffineGP(FittedModel):
 
     @full_float32
     def posterior(self, Xs: torch.Tensor) -> AffinePosterior:
-        """Posterior at test inputs ``Xs`` of shape ``(t, d)`` (a pure query).
+        """Posterior at test inputs ``Xs`` of shape ``(t, d)`` (fits again first if stale).
 
         Parameters
         ----------

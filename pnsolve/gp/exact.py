@@ -154,8 +154,9 @@ class ExactGP(RegressionGP):
     ) -> GaussianPosterior:
         """The posterior of ``f`` at test inputs ``Xs`` of shape ``(t, d)``.
 
-        A pure query: the model is not modified (a LOVE cache built for this call is
-        returned as ``posterior.love_cache``, not kept on the model).
+        A query: the model is not modified (a LOVE cache built for this call is
+        returned as ``posterior.love_cache``, not kept on the model), except that a
+        model whose hyperparameters changed since :meth:`fit` fits again first.
 
         Parameters
         ----------

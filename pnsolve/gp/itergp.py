@@ -241,8 +241,9 @@ class IterGP(RegressionGP):
     ) -> GaussianPosterior:
         """Posterior at test inputs ``Xs`` of shape ``(t, d)``.
 
-        A pure query: the model is not modified (a LOVE cache built for this call is
-        returned as ``posterior.love_cache``, not kept on the model). Both methods go
+        A query: the model is not modified (a LOVE cache built for this call is
+        returned as ``posterior.love_cache``, not kept on the model), except that a
+        model whose hyperparameters changed since :meth:`fit` fits again first. Both methods go
         through :func:`~pnsolve.gp.belief_posterior.belief_posterior`: ``"belief"``
         with the solver's ``C_i``, ``"love"`` with the cache's ``C_k = R Rᵀ``.
 

@@ -371,7 +371,7 @@ class IterNCGP:
     def posterior(self, Xs: torch.Tensor) -> GaussianPosterior:
         """Latent posterior at ``Xs`` of shape ``(t, d)`` (Laplace + computational uncertainty).
 
-        A pure query: the model is not changed.
+        A query: the model is not changed (unless stale: then it fits again first).
 
         Returns
         -------

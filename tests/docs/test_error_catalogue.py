@@ -86,6 +86,28 @@ def _itergp() -> pn.gp.IterGP:
     )
 
 
+def _written_after_fit() -> object:
+    X, y = _X(), _y()
+    gp = pn.gp.ExactGP(pn.kernels.RBF(), noise=0.1).fit(X, y)
+    y.add_(1.0)
+    return gp.posterior(_X())
+
+
+def _stale_posterior() -> object:
+    k = pn.kernels.RBF()
+    post = pn.gp.ExactGP(k, noise=0.1).fit(_X(), _y()).posterior(_X(3))
+    k.lengthscale = 2.0
+    return post.cov()
+
+
+def _qsgp_after_change() -> object:
+    k = pn.kernels.RBF()
+    q = pn.gp.QSGP(k, pn.likelihoods.Gaussian(), 10, batch_size=5, generator=_gen())
+    q.fit(_X(), _y(), steps=1, generator=_gen())
+    k.lengthscale = 2.0
+    return q.posterior(_X())
+
+
 def _ncgp(lik: pn.likelihoods.Likelihood) -> pn.gp.IterNCGP:
     return pn.gp.IterNCGP(pn.kernels.RBF(), lik, pn.policies.CG(), pn.stopping.MaxIterations(3))
 
@@ -481,6 +503,20 @@ CASES: dict[str, Case] = {
         ValueError,
         "Xs must have 2 columns",
     ),
+    "gp-data-written": Case(
+        "GP models",
+        "training data written in place after `fit`",
+        lambda: _written_after_fit(),
+        RuntimeError,
+        "modified in place since fit: call fit",
+    ),
+    "gp-stale-posterior": Case(
+        "GP models",
+        "a posterior's covariance asked for after the kernel changed",
+        lambda: _stale_posterior(),
+        RuntimeError,
+        "changed since this posterior was computed",
+    ),
     "iterncgp-likelihood": Case(
         "GP models",
         "a likelihood given as a string",
@@ -514,6 +550,13 @@ CASES: dict[str, Case] = {
         lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Softmax(3), 10, generator=_gen()),
         TypeError,
         "likelihood must be one of",
+    ),
+    "qsgp-stale": Case(
+        "GP models",
+        "a `QSGP` query after the kernel changed since `fit`",
+        lambda: _qsgp_after_change(),
+        RuntimeError,
+        "hyperparameters changed since fit",
     ),
     "qsgp-labels": Case(
         "GP models",

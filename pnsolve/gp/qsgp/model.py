@@ -415,12 +415,13 @@ class QSGP:
 
         if closed_form_diagonal and self.steps_done == 0:
             self.closed_form_diagonal(X, y)
-        fit(
-            self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
-            learn_hyperparameters=learn_hyperparameters,
-            freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every, progress=progress,
-        )  # fmt: skip
+        with torch.enable_grad():  # trains by autograd, also when called under no_grad
+            fit(
+                self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
+                learn_hyperparameters=learn_hyperparameters,
+                freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
+                checkpoint_every=checkpoint_every, progress=progress,
+            )  # fmt: skip
         # q's posterior depends on the hyperparameters, not on the training data
         self._fitted_for = Provenance.record({}, self._sources())
         return self
