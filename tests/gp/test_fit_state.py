@@ -312,7 +312,7 @@ def test_data_stamps_follow_in_place_writes_only() -> None:
 
 def test_qsgp_fit_trains_under_no_grad() -> None:
     """``fit`` enables autograd itself (it used to fail inside ``torch.no_grad()``)."""
-    X, y, Xs = _data()
+    X, y, _ = _data()
     q = _qsgp(pn.kernels.RBF(lengthscale=0.4))
     with torch.no_grad():
         q.fit(X, y, steps=3, generator=torch.Generator().manual_seed(1))
