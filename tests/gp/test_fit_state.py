@@ -10,6 +10,7 @@ training run). Exactness claims: the refitted answer equals a fresh fit's bit fo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -255,28 +256,33 @@ def _qsgp(k):
 def test_qsgp_refuses_a_query_after_a_change(change: str) -> None:
     X, y, Xs = _data()
     k = pn.kernels.RBF(lengthscale=0.4)
-    q = _qsgp(k).fit(X, y, steps=3, generator=torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(1)
+    q = _qsgp(k).fit(X, y, steps=3, generator=g, freeze_hyperparameters=0)
     post = q.posterior(Xs)
     CHANGES[change](k, q)
     with pytest.raises(FitChangedError, match=r"hyperparameters changed since fit.*call fit"):
         q.posterior(Xs)
     with pytest.raises(FitChangedError):
         post.cov()
-    q.fit(X, y, steps=1, generator=torch.Generator().manual_seed(2))  # trains on: answers
+    with pytest.warns(UserWarning, match="trains nothing"):
+        q.fit(X, y, steps=3, generator=g, freeze_hyperparameters=0)
+    with pytest.raises(FitChangedError):  # no step taken: q is still the old one
+        q.posterior(Xs)
+    q.fit(X, y, steps=4, generator=g, freeze_hyperparameters=0)  # trains on: answers
     q.posterior(Xs)
 
 
 def test_qsgp_refuses_after_its_likelihood_or_noise_changed() -> None:
     X, y, Xs = _data()
-    q = _qsgp(pn.kernels.RBF(lengthscale=0.4)).fit(
-        X, y, steps=3, generator=torch.Generator().manual_seed(1)
-    )
+    g = torch.Generator().manual_seed(1)
+    q = _qsgp(pn.kernels.RBF(lengthscale=0.4)).fit(X, y, steps=3, generator=g,
+                                                   freeze_hyperparameters=0)  # fmt: skip
     assert q.log_noise is not None
     with torch.no_grad():
         q.log_noise.add_(0.5)
     with pytest.raises(FitChangedError, match="log_noise"):
         q.posterior(Xs)
-    q.fit(X, y, steps=1, generator=torch.Generator().manual_seed(2))
+    q.fit(X, y, steps=4, generator=g, freeze_hyperparameters=0)
     q.likelihood = pn.likelihoods.Gaussian(0.5)
     with pytest.raises(FitChangedError, match="likelihood"):
         q.posterior(Xs)
@@ -315,5 +321,72 @@ def test_qsgp_fit_trains_under_no_grad() -> None:
     X, y, _ = _data()
     q = _qsgp(pn.kernels.RBF(lengthscale=0.4))
     with torch.no_grad():
-        q.fit(X, y, steps=3, generator=torch.Generator().manual_seed(1))
+        q.fit(X, y, steps=3, generator=torch.Generator().manual_seed(1), freeze_hyperparameters=0)
     assert q.steps_done == 3
+
+
+def _qsgp_data():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(300, 3, generator=g, dtype=F64)
+    y = torch.sin(4 * X[:, 0]) + 0.1 * torch.randn(300, generator=g, dtype=F64)
+    return X, y
+
+
+def _qsgp_model():
+    return pn.gp.QSGP(
+        pn.kernels.RBF(lengthscale=0.5), pn.likelihoods.Gaussian(0.1), 200, rank=5,
+        batch_size=50, feature_batch_size=64, control_variate_rank=20,
+        generator=torch.Generator().manual_seed(1),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("freeze", [None, 5])
+def test_qsgp_fit_in_two_calls_is_one_run(freeze: int | None) -> None:
+    """``fit(steps=20)`` then ``fit(steps=40)`` equals ``fit(steps=40)``, bit for bit."""
+    X, y = _qsgp_data()
+    kw = {"freeze_hyperparameters": freeze}
+    two = _qsgp_model()
+    g = torch.Generator().manual_seed(2)
+    with pytest.warns(UserWarning, match="none learned") if freeze is None else _quiet():
+        two.fit(X, y, steps=20, generator=g, **kw)
+        two.fit(X, y, steps=40, generator=g, **kw)
+    one = _qsgp_model()
+    with pytest.warns(UserWarning, match="none learned") if freeze is None else _quiet():
+        one.fit(X, y, steps=40, generator=torch.Generator().manual_seed(2), **kw)
+    assert torch.equal(two.mean_weights, one.mean_weights)
+    assert torch.equal(two.cov.lower, one.cov.lower)
+    assert torch.equal(two.kernel.raw_lengthscale, one.kernel.raw_lengthscale)
+    assert [h["elbo"] for h in two.history] == [h["elbo"] for h in one.history]
+    assert two.training is not None and two.training.run == one.training.run  # type: ignore[union-attr]
+
+
+def _quiet():
+    import contextlib
+    import warnings
+
+    @contextlib.contextmanager
+    def quiet():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no warning expected
+            yield
+
+    return quiet()
+
+
+def test_qsgp_fit_says_what_it_does() -> None:
+    X, y = _qsgp_data()
+    q = _qsgp_model()
+    g = torch.Generator().manual_seed(2)
+    q.fit(X, y, steps=5, generator=g, freeze_hyperparameters=0)
+    record = q.training
+    with pytest.warns(UserWarning, match="taken 5 steps and steps=5.*trains nothing"):
+        q.fit(X, y, steps=5, generator=g, freeze_hyperparameters=0)
+    assert q.steps_done == 5 and q.training.steps_done == record.steps_done  # type: ignore[union-attr]
+    with pytest.warns(UserWarning, match="other data than the run's"):
+        q.fit(X[:200], y[:200], steps=7, generator=g, freeze_hyperparameters=0)
+    assert q.steps_done == 7
+    with pytest.warns(UserWarning, match="closed_form_diagonal.*ignored"):
+        q.fit(X[:200], y[:200], steps=8, generator=g, freeze_hyperparameters=0,
+              closed_form_diagonal=True)  # fmt: skip
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        q.training.steps_done = 0  # type: ignore[misc,union-attr]

@@ -30,12 +30,16 @@ class FeatureBlocks:
     def __init__(self, features: RandomFourierFeatures) -> None:
         self.rff = features
         self.m = features.num_features
-        self._frozen: tuple[torch.Tensor, torch.Tensor] | None = None
+        #: ``(lengthscale, outputscale)`` of the frozen basis (:meth:`freeze`), or ``None``
+        self.frozen_hyperparameters: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def freeze(self) -> None:
         """Capture the current lengthscale and outputscale as the frozen basis."""
         k = self.rff.kernel
-        self._frozen = (k.lengthscale.detach().clone(), k.outputscale.detach().clone())
+        self.frozen_hyperparameters = (
+            k.lengthscale.detach().clone(),
+            k.outputscale.detach().clone(),
+        )
 
     def block(
         self, X: torch.Tensor, cols: torch.Tensor | None = None, *, frozen: bool = False
@@ -53,9 +57,10 @@ class FeatureBlocks:
         """
         k = self.rff.kernel
         if frozen:
-            if self._frozen is None:
+            basis = self.frozen_hyperparameters
+            if basis is None:
                 raise RuntimeError("the frozen basis is not set: call freeze() first")
-            ell, scale = (t.to(dtype=X.dtype, device=X.device) for t in self._frozen)
+            ell, scale = (t.to(dtype=X.dtype, device=X.device) for t in basis)
         else:
             ell = k.lengthscale.to(dtype=X.dtype, device=X.device)
             scale = k.outputscale.to(dtype=X.dtype, device=X.device)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import torch
@@ -31,7 +32,7 @@ from .covariance import VariationalCovariance
 from .estimator import ControlVariates, estimate
 from .exact import exact_elbo, gauss_hermite
 from .features import FeatureBlocks
-from .optim import SparseAdagrad
+from .run import QSGPTrainingState
 from .sampling import draw_indices
 
 __all__ = ["QSGP"]
@@ -42,7 +43,7 @@ LIKELIHOODS = (Gaussian, Bernoulli, Poisson)
 
 
 class QSGP:
-    """Quadruply stochastic GP (Evans & Nair): ``f(x) = φ(x)ᵀw``, ``q(w) = N(μ, C Cᵀ)``.
+    """Quadruply stochastic GP (Evans & Nair 2020): ``f(x) = φ(x)ᵀw``, ``q(w) = N(μ, C Cᵀ)``.
 
     ``φ`` are ``m`` random Fourier features of ``kernel`` (prior ``w ~ N(0, I)``, so
     ``φ(x)ᵀφ(x') ≈ k(x, x')``). Training maximises the ELBO by stochastic gradients whose
@@ -67,7 +68,7 @@ class QSGP:
         ``"chevron"`` (default: ``rank`` dense columns, ``O(m · rank)`` parameters),
         ``"diagonal"`` (mean-field, QSGP-0) or ``"full"`` (``m ≤ 4096``).
     rank
-        Dense columns of the chevron factor (default ``min(20, m)``; seed: 100 in its
+        Dense columns of the chevron factor (default ``min(20, m)``; Evans & Nair 2020: 100 in their
         Table 2).
     batch_size
         ``ñ``: data points per estimate.
@@ -80,7 +81,7 @@ class QSGP:
         Also the control variate of appendix F.2 for ``yᵀΦμ`` (precomputes ``b = Φᵀy``
         once: ``O(n m)``).
     quadrature_points
-        Gauss–Hermite points of the non-Gaussian expectations (seed: 101).
+        Gauss–Hermite points of the non-Gaussian expectations (Evans & Nair 2020: 101).
     generator
         Draws the random features, the support points and the initial state.
 
@@ -92,6 +93,9 @@ class QSGP:
         The :class:`~pnsolve.gp.qsgp.covariance.VariationalCovariance`.
     history
         Per step of :meth:`fit`: ``{"step", "elbo", "seconds"}`` (the ELBO estimate).
+    training
+        The :class:`~pnsolve.gp.qsgp.run.QSGPTrainingState` after the last :meth:`fit`
+        call (the run's identity, steps done, optimiser states), or ``None``.
 
     Notes
     -----
@@ -157,12 +161,9 @@ class QSGP:
         self.cv_data: str | None = None  # digest of the (X, y) the control variates index
         # digest of (X, y), O(1) when a loop passes the same unmodified tensors again
         self.data_digest = DigestCache()
-        self.history: list[dict[str, float]] = []
-        self.steps_done = 0
+        #: the training run after the last fit call (``None`` before the first)
+        self.training: QSGPTrainingState | None = None
         self._rule: tuple[torch.Tensor, torch.Tensor] | None = None
-        # optimiser state carried from one fit call to the next
-        self._adagrad: SparseAdagrad | None = None
-        self._adam_state: dict | None = None
         # what the last fit trained q for (None before a fit: q is then the prior's)
         self._fitted_for: Provenance | None = None
 
@@ -175,8 +176,23 @@ class QSGP:
         if self._fitted_for is not None:
             self._fitted_for.check(self._sources(), refit=None, what="fit(X, y, ...)")
 
+    @property
+    def steps_done(self) -> int:
+        """Training steps taken since the run's first (0 before :meth:`fit`)."""
+        return 0 if self.training is None else self.training.steps_done
+
+    @property
+    def history(self) -> list[dict[str, float]]:
+        """Per step of the run: ``{"step", "elbo", "seconds"}`` (a copy)."""
+        return [] if self.training is None else list(self.training.history)
+
     # ------------------------------------------------------------------ set-up
-    def _check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
+    def check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checked training data ``(X, y)``.
+
+        ``X`` ``(n, d)`` as for queries; ``y`` ``(n,)``, values the likelihood accepts,
+        cast to ``X``'s dtype.
+        """
         X = self._check_inputs(X, "X")
         y = check_tensor(y, "y")
         check_same_device(y, X.device, "y", "X")
@@ -205,8 +221,12 @@ class QSGP:
             check_same_device(X, self.mean_weights.device, name, "the model's parameters")
         return X
 
-    def _ensure(self, X: torch.Tensor) -> None:
-        """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once."""
+    def build(self, X: torch.Tensor) -> None:
+        """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once.
+
+        ``X`` ``(n, d)`` fixes the input dimension, dtype and device; later calls do
+        nothing.
+        """
         if self.features is not None:
             return
         rff = RandomFourierFeatures(
@@ -231,8 +251,8 @@ class QSGP:
             return float(self.likelihood.noise_variance)
         return math.exp(float(self.log_noise))
 
-    def _quadrature(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The Gauss–Hermite rule in ``X``'s dtype/device (computed once per model)."""
+    def quadrature(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Gauss–Hermite rule ``(nodes, weights)`` in ``X``'s dtype/device (cached)."""
         rule = self._rule
         if rule is None or rule[0].dtype != X.dtype or rule[0].device != X.device:
             rule = self._rule = gauss_hermite(self.quadrature_points, X.dtype, X.device)
@@ -287,8 +307,8 @@ class QSGP:
         """
         if not isinstance(self.likelihood, Gaussian):
             raise TypeError("Proposition 1's closed form needs a Gaussian likelihood")
-        X, y = self._check_data(X, y)
-        self._ensure(X)
+        X, y = self.check_data(X, y)
+        self.build(X)
         assert self.features is not None and self.cov is not None and self.log_noise is not None
         R = self.cov.R
         col_sq = torch.zeros(self.m - R, dtype=X.dtype, device=X.device)
@@ -306,14 +326,14 @@ class QSGP:
 
         ``X`` of shape ``(n, d)``, ``y`` of shape ``(n,)``; returns a Python float.
         """
-        X, y = self._check_data(X, y)
-        self._ensure(X)
+        X, y = self.check_data(X, y)
+        self.build(X)
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
         assert self.log_noise is not None
         with torch.no_grad():
             value = exact_elbo(
                 self.features, self.cov, self.mean_weights, torch.exp(self.log_noise),
-                self.likelihood, X, y, self._quadrature(X),
+                self.likelihood, X, y, self.quadrature(X),
             )  # fmt: skip
         return float(value)
 
@@ -335,9 +355,9 @@ class QSGP:
         ``X`` ``(n, d)``, ``y`` ``(n,)``; ``generator`` (any device: draws are moved to
         ``X``'s) draws the four index sets. Returns a Python float, like :meth:`elbo`.
         """
-        X, y = self._check_data(X, y)
+        X, y = self.check_data(X, y)
         generator = require_generator(generator)
-        self._ensure(X)
+        self.build(X)
         assert self.features is not None and self.cov is not None and self.mean_weights is not None
         cv = self.control_variates_for(X, y) if control_variates else None
         draw = draw_indices(
@@ -348,7 +368,7 @@ class QSGP:
         with torch.no_grad():
             est = estimate(
                 self.features, self.cov, self.mean_weights, torch.exp(self.log_noise),
-                self.likelihood, X, y, draw, cv, self._quadrature(X),
+                self.likelihood, X, y, draw, cv, self.quadrature(X),
             )  # fmt: skip
         return float(est.elbo)
 
@@ -383,7 +403,7 @@ class QSGP:
         if not isinstance(self.likelihood, Bernoulli):
             raise TypeError("predict_proba needs a Bernoulli likelihood")
         post = self.posterior(Xs)
-        nodes, weights = self._quadrature(post.mean)
+        nodes, weights = self.quadrature(post.mean)
         f = post.mean.unsqueeze(1) + nodes * post.var.clamp_min(0).sqrt().unsqueeze(1)
         link = torch.sigmoid if self.likelihood.link == "logit" else torch.special.ndtr
         return link(f) @ weights
@@ -407,14 +427,28 @@ class QSGP:
     ) -> QSGP:
         """Maximise the ELBO by stochastic gradients (:func:`pnsolve.gp.qsgp.training.fit`).
 
+        ``steps`` counts from the run's first step: ``fit(steps=20)`` then
+        ``fit(steps=40)`` equals one ``fit(steps=40)``; a call with ``steps`` at or below
+        the steps done trains nothing and warns, a call on other data continues there
+        and warns. The hyperparameters move from step ``freeze_hyperparameters`` on
+        (default :data:`~pnsolve.gp.qsgp.run.FREEZE_STEPS` = 100, absolute). Checkpoints
+        carry the run's identity and refuse another run by name.
         ``closed_form_diagonal``: start the diagonal-only columns of ``C`` at
         Proposition 1's optimum (:meth:`closed_form_diagonal`, one ``O(n m)`` pass)
-        instead of the prior's ``c_rr = 1``; they are learned afterwards.
+        instead of the prior's ``c_rr = 1``; they are learned afterwards (a fresh run
+        only: later calls warn and ignore it).
         """
         from .training import fit
 
         if closed_form_diagonal and self.steps_done == 0:
             self.closed_form_diagonal(X, y)
+        elif closed_form_diagonal:
+            warnings.warn(
+                "QSGP.fit: closed_form_diagonal initialises a fresh run; the run has taken "
+                f"{self.steps_done} steps, so it is ignored",
+                stacklevel=3,
+            )
+        before = self.steps_done
         with torch.enable_grad():  # trains by autograd, also when called under no_grad
             fit(
                 self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
@@ -422,8 +456,10 @@ class QSGP:
                 freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
                 checkpoint_every=checkpoint_every, progress=progress,
             )  # fmt: skip
-        # q's posterior depends on the hyperparameters, not on the training data
-        self._fitted_for = Provenance.record({}, self._sources())
+        # q's posterior depends on the hyperparameters, not on the training data; a call
+        # that took no step leaves q trained for what it was trained for before
+        if self.steps_done > before:
+            self._fitted_for = Provenance.record({}, self._sources())
         return self
 
     def __repr__(self) -> str:

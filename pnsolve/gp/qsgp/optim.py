@@ -17,7 +17,7 @@ class SparseAdagrad:
     Parameters
     ----------
     lr
-        Learning rate (seed: 0.1).
+        Learning rate (Evans & Nair 2020: 0.1).
     eps
         Added to ``√G``.
     """

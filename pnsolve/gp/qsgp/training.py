@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
+import copy
+import dataclasses
 import math
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from ..._core.validation import check_positive_int, require_generator
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
 from .optim import SparseAdagrad
+from .run import FREEZE_STEPS, QSGPRun, QSGPTrainingState, identity_mismatch
 from .sampling import Draw, draw_indices
 
 if TYPE_CHECKING:
@@ -40,20 +43,27 @@ def fit(
     checkpoint_every: int,
     progress: bool,
 ) -> QSGP:
-    """Run ``steps`` stochastic steps on the ELBO of ``q`` (counted over calls).
+    """Run stochastic steps on the ELBO of ``q`` until ``steps`` (counted over calls).
 
     Each step draws the four index sets, forms one estimate (Gaussian: unbiased ELBO;
     otherwise Theorem 3's bound), back-propagates once and updates only the rows of
-    ``μ`` and ``C`` it touched with AdaGrad (seed: lr 0.1), keeping the control
+    ``μ`` and ``C`` it touched with AdaGrad (Evans & Nair: lr 0.1), keeping the control
     variates' products exact (Proposition 3). The hyperparameters (the kernel's and
-    ``log σ²``) move by Adam at ``hyper_lr`` after ``freeze_hyperparameters`` steps
-    (default ``steps // 10``; the seed freezes them for the first 10 % while ``q``
-    tightens the bound). ``steps`` counts from the model's first step, so a second call
-    with a larger ``steps`` continues; with ``checkpoint``, the state is written every
-    ``checkpoint_every`` steps and a later call resumes from the file into the same
-    iterates as an uninterrupted run. The rates passed are the ones used, also by a
-    resumed or continued fit. The control variates belong to the data they were built
-    on: a fit on other data builds new ones.
+    ``log σ²``) move by Adam at ``hyper_lr`` from step ``freeze_hyperparameters`` on
+    (counted from the run's first step; default :data:`FREEZE_STEPS`, the paper's 10 %
+    of a 1 000-step run, while ``q`` tightens the bound).
+
+    **One run over several calls.** ``steps`` counts from the run's first step, so
+    ``fit(steps=20)`` then ``fit(steps=40)`` takes the same 40 steps as one
+    ``fit(steps=40)`` (same generator object, same arguments). A call with ``steps`` at
+    or below the steps done trains nothing and warns. A call on other data than the
+    run's continues training ``q`` there (new control variates) and warns. Rates and the
+    freeze step passed to a later call are used from then on. With ``checkpoint``, the
+    state and the run's identity (:class:`~pnsolve.gp.qsgp.run.QSGPRun`: data, model
+    settings, random features, the generator's initial state, rates, freeze step) are
+    written every ``checkpoint_every`` steps; a later call resumes from the file into
+    the same iterates as an uninterrupted run, and refuses a file of another run,
+    naming what differs.
 
     Parameters
     ----------
@@ -62,7 +72,7 @@ def fit(
     X, y
         Training inputs ``(n, d)`` and targets ``(n,)``.
     steps
-        Total steps (including those already taken).
+        Total steps of the run (including those already taken).
     lr, hyper_lr
         AdaGrad's and Adam's learning rates.
     generator
@@ -70,7 +80,7 @@ def fit(
     learn_hyperparameters
         Empirical Bayes on the kernel's hyperparameters and the Gaussian noise.
     freeze_hyperparameters
-        Steps before the hyperparameters start to move.
+        The step from which the hyperparameters move (``None``: :data:`FREEZE_STEPS`).
     checkpoint, checkpoint_every
         File and interval of the checkpoints.
     progress
@@ -79,9 +89,9 @@ def fit(
     Returns
     -------
     QSGP
-        ``q``, trained; per-step log in ``q.history``.
+        ``q``, trained; its :attr:`~pnsolve.gp.QSGP.training` record holds the run.
     """
-    X, y = q._check_data(X, y)
+    X, y = q.check_data(X, y)
     generator = require_generator(generator)
     steps = check_positive_int(steps, "steps")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
@@ -92,40 +102,51 @@ def fit(
             or not (math.isfinite(rate) and rate > 0)
         ):
             raise ValueError(f"{name} must be a positive finite number, got {rate!r}")
-    freeze = steps // 10 if freeze_hyperparameters is None else freeze_hyperparameters
+    freeze = FREEZE_STEPS if freeze_hyperparameters is None else freeze_hyperparameters
     if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
         raise ValueError(f"freeze_hyperparameters must be an int ≥ 0, got {freeze!r}")
-    q._ensure(X)
+    q.build(X)
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None
+    run = _run_of_this_call(q, X, y, generator, lr, hyper_lr, freeze, learn_hyperparameters)
     hyper: list[torch.Tensor] = list(q.kernel.parameters())
     if isinstance(q.likelihood, Gaussian):
         hyper.append(q.log_noise)
-    flags = [p.requires_grad for p in hyper]
-    for p in hyper:
-        p.requires_grad_(learn_hyperparameters)
-    adagrad = q._adagrad or SparseAdagrad(lr)
+    adagrad = SparseAdagrad(lr)
     adam = torch.optim.Adam(hyper, lr=hyper_lr)
-    if q._adam_state is not None:
-        adam.load_state_dict(q._adam_state)
+    state = q.training
+    if state is not None:
+        adagrad.load_state_dict(state.adagrad)
+        adam.load_state_dict(state.adam)
+    done, history = (0, []) if state is None else (state.steps_done, list(state.history))
     path = None if checkpoint is None else Path(checkpoint)
-    tag = _fingerprint(q, X, y)
     if path is not None and path.exists():
-        _load(q, path, tag, adagrad, adam, generator)
-        q.cv_data = q.data_digest(X, y)  # the tag covers the data: the saved state is for it
+        done, history = _load(q, path, run, adagrad, adam, generator)
+        q.cv_data = q.data_digest(X, y)  # the identity covers the data: the state is for it
+    q.training = _record(run, done, history, adagrad, adam)
+    if done >= steps:
+        warnings.warn(
+            f"QSGP.fit: the run has taken {done} steps and steps={steps} counts from its "
+            f"first step, so this call trains nothing (ask for steps > {done} to continue)",
+            stacklevel=4,
+        )
+        return q
     q.control_variates_for(X, y)
     # the rates passed now are the ones used (also on resume and in a continued fit)
     adagrad.lr = float(lr)
     for group in adam.param_groups:
         group["lr"] = float(hyper_lr)
-    quadrature = q._quadrature(X)
+    quadrature = q.quadrature(X)
+    flags = [p.requires_grad for p in hyper]
+    for p in hyper:
+        p.requires_grad_(learn_hyperparameters)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=steps, initial=q.steps_done, desc="QSGP", unit="step")
+        bar = tqdm(total=steps, initial=done, desc="QSGP", unit="step")
     try:
-        while q.steps_done < steps:
+        while done < steps:
             t0 = time.perf_counter()
             draw = draw_indices(
                 X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator,
@@ -139,25 +160,84 @@ def fit(
                 p.grad = None
             (-est.elbo).backward()
             _update_variational(q, draw, est, adagrad)
-            if learn_hyperparameters and q.steps_done >= freeze:
+            if learn_hyperparameters and done >= freeze:
                 adam.step()
-            q.steps_done += 1
-            q.history.append({"step": q.steps_done, "elbo": float(est.elbo.detach()),
-                              "seconds": time.perf_counter() - t0})  # fmt: skip
+            done += 1
+            history.append({"step": done, "elbo": float(est.elbo.detach()),
+                            "seconds": time.perf_counter() - t0})  # fmt: skip
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(elbo=f"{q.history[-1]['elbo']:.4g}", refresh=False)
-            if path is not None and (q.steps_done % checkpoint_every == 0 or q.steps_done == steps):
-                _save(q, path, tag, adagrad, adam, generator)
+                bar.set_postfix(elbo=f"{history[-1]['elbo']:.4g}", refresh=False)
+            if path is not None and (done % checkpoint_every == 0 or done == steps):
+                q.training = _record(run, done, history, adagrad, adam)
+                _save(q, path, generator)
     finally:
         if bar is not None:
             bar.close()
         for p, flag in zip(hyper, flags, strict=True):
             p.requires_grad_(flag)
             p.grad = None
-    q._adagrad = adagrad
-    q._adam_state = adam.state_dict()
+        # the steps taken (all of them, or up to an interruption) are the record
+        q.training = _record(run, done, history, adagrad, adam)
+    if learn_hyperparameters and done <= freeze:
+        warnings.warn(
+            f"QSGP.fit: the hyperparameters move from step {freeze} on "
+            f"(freeze_hyperparameters) and the run ends at step {done}: none learned",
+            stacklevel=4,
+        )
     return q
+
+
+def _run_of_this_call(
+    q: QSGP,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    generator: torch.Generator,
+    lr: float,
+    hyper_lr: float,
+    freeze: int,
+    learn: bool,
+) -> QSGPRun:
+    """The run this call belongs to: a new one, or the model's run as this call sets it."""
+    assert q.features is not None
+    data = q.data_digest(X, y)
+    state = q.training
+    if state is None:
+        rff = q.features.rff
+        return QSGPRun.start(
+            data=data, model=_settings(q), base_frequencies=rff.base_frequencies,
+            phases=rff.phases, generator=generator, lr=lr, hyper_lr=hyper_lr, freeze=freeze,
+            learn_hyperparameters=learn,
+        )  # fmt: skip
+    if data != state.run.data:
+        warnings.warn(
+            "QSGP.fit on other data than the run's: training continues from the current q "
+            "on the new data (new control variates); create a new model to start afresh",
+            stacklevel=5,
+        )
+    return dataclasses.replace(
+        state.run, data=data, lr=float(lr), hyper_lr=float(hyper_lr), freeze=int(freeze),
+        learn_hyperparameters=bool(learn),
+    )  # fmt: skip
+
+
+def _record(
+    run: QSGPRun,
+    done: int,
+    history: list[dict[str, float]],
+    adagrad: SparseAdagrad,
+    adam: torch.optim.Optimizer,
+) -> QSGPTrainingState:
+    """The training record now (copies: later steps do not change it)."""
+    return QSGPTrainingState(
+        run, done, tuple(history), adagrad.state_dict(),
+        copy.deepcopy(adam.state_dict()),
+    )  # fmt: skip
+
+
+def _settings(q: QSGP) -> str:
+    return repr((repr(q), q.rank, q.control_variate_rank, q.linear_control_variate,
+                 q.quadrature_points))  # fmt: skip
 
 
 def _update_variational(q: QSGP, draw: Draw, est, adagrad: SparseAdagrad) -> None:
@@ -190,39 +270,52 @@ def _update_variational(q: QSGP, draw: Draw, est, adagrad: SparseAdagrad) -> Non
             cv.A += cv.basis_dense * d_diag
 
 
-def _fingerprint(q: QSGP, X: torch.Tensor, y: torch.Tensor) -> str:
-    h = hashlib.sha256()
-    h.update(q.data_digest(X, y).encode())
-    h.update(repr(q).encode())
-    h.update(repr((q.rank, q.control_variate_rank, q.linear_control_variate)).encode())
-    return h.hexdigest()[:16]
-
-
-def _state(q: QSGP, adagrad: SparseAdagrad, adam, generator) -> dict:
-    assert q.features is not None and q.cov is not None
+def _state(q: QSGP, generator: torch.Generator) -> dict:
+    assert q.features is not None and q.cov is not None and q.training is not None
+    training = q.training
     return {
-        "steps_done": q.steps_done,
+        "identity": training.run.identity(),
+        "steps_done": training.steps_done,
+        "history": list(training.history),
+        "adagrad": training.adagrad,
+        "adam": training.adam,
         "mean_weights": q.mean_weights,
         "cov": q.cov.state_dict(),
         "log_noise": q.log_noise,
         "kernel": q.kernel.state_dict(),
         "features": q.features.rff.state_dict(),
-        "frozen": q.features._frozen,
+        "frozen": q.features.frozen_hyperparameters,
         "cv": None if q.cv is None else asdict(q.cv),
-        "adagrad": adagrad.state_dict(),
-        "adam": adam.state_dict(),
         "generator": generator.get_state(),
         "model_generator": q.generator.get_state(),
-        "history": q.history,
     }
 
 
-def _save(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
-    save_state(path, "qsgp", tag, _state(q, adagrad, adam, generator))
+def _save(q: QSGP, path: Path, generator: torch.Generator) -> None:
+    save_state(path, "qsgp", "qsgp-run", _state(q, generator))
 
 
-def _load(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
-    state = load_state(path, "qsgp", tag)
+def _load(
+    q: QSGP,
+    path: Path,
+    run: QSGPRun,
+    adagrad: SparseAdagrad,
+    adam: torch.optim.Optimizer,
+    generator: torch.Generator,
+) -> tuple[int, list[dict[str, float]]]:
+    """Restore a checkpoint of ``run`` into ``q`` and the optimisers; ``(steps, history)``."""
+    state = load_state(path, "qsgp", "qsgp-run")
+    saved = state.get("identity")
+    mismatch = (
+        "no run identity (written by an older pnsolve)"
+        if not isinstance(saved, dict)
+        else identity_mismatch(saved, run.identity())
+    )
+    if mismatch is not None:
+        raise ValueError(
+            f"checkpoint {str(path)!r} belongs to another run: {mismatch}; delete it or "
+            "choose another checkpoint file"
+        )
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None
     with torch.no_grad():
@@ -231,11 +324,10 @@ def _load(q: QSGP, path: Path, tag: str, adagrad, adam, generator) -> None:
         q.log_noise.copy_(state["log_noise"])
         q.kernel.load_state_dict(state["kernel"])
         q.features.rff.load_state_dict(state["features"])
-    q.features._frozen = state["frozen"]
+    q.features.frozen_hyperparameters = state["frozen"]
     q.cv = None if state["cv"] is None else ControlVariates(**state["cv"])
-    q.steps_done = state["steps_done"]
-    q.history = list(state["history"])
     adagrad.load_state_dict(state["adagrad"])
     adam.load_state_dict(state["adam"])
     generator.set_state(state["generator"])
     q.generator.set_state(state["model_generator"])
+    return int(state["steps_done"]), list(state["history"])

@@ -46,7 +46,7 @@ def model(
         pn.kernels.RBF(lengthscale=1.0), likelihood_for(likelihood), m, covariance=covariance,
         generator=torch.Generator().manual_seed(seed), **kwargs,
     )  # fmt: skip
-    q._ensure(X)
+    q.build(X)
     if randomise:
         g = torch.Generator().manual_seed(seed + 100)
         with torch.no_grad():

@@ -60,7 +60,7 @@ def test_the_elbo_optimal_mean_is_the_weight_space_posterior_mean(problem, model
     def grad_at(mu):
         mu = mu.clone().requires_grad_(True)
         value = exact_elbo(q.features, q.cov, mu, torch.tensor(s2, dtype=F64), q.likelihood,
-                           X, y, q._quadrature(X))  # fmt: skip
+                           X, y, q.quadrature(X))  # fmt: skip
         (g,) = torch.autograd.grad(value, mu)
         return g
 
@@ -110,7 +110,7 @@ def test_proposition_1_is_the_optimum_of_the_diagonal_columns(covariance, proble
         q.cov.log_diag = ld
         try:
             value = exact_elbo(q.features, q.cov, q.mean_weights, torch.tensor(q.noise, dtype=F64),
-                               q.likelihood, X, y, q._quadrature(X))  # fmt: skip
+                               q.likelihood, X, y, q.quadrature(X))  # fmt: skip
             (g,) = torch.autograd.grad(value, ld)
         finally:
             q.cov.log_diag = saved

@@ -35,7 +35,7 @@ def _exact_gradient(q, X, y) -> torch.Tensor:
     q.cov.log_diag, q.cov.lower = log_diag, lower
     try:
         value = exact_elbo(q.features, q.cov, mu, torch.exp(q.log_noise), q.likelihood, X, y,
-                           q._quadrature(X))  # fmt: skip
+                           q.quadrature(X))  # fmt: skip
         grads = torch.autograd.grad(value, [mu, log_diag, lower])
     finally:
         q.cov.log_diag, q.cov.lower = saved
@@ -45,7 +45,7 @@ def _exact_gradient(q, X, y) -> torch.Tensor:
 def _estimated_gradient(q, X, y, cv, generator) -> torch.Tensor:
     draw = draw_indices(X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator)
     est = estimate(q.features, q.cov, q.mean_weights, torch.exp(q.log_noise), q.likelihood, X,
-                   y, draw, cv, q._quadrature(X))  # fmt: skip
+                   y, draw, cv, q.quadrature(X))  # fmt: skip
     est.elbo.backward()
     L, R = est.leaves, q.cov.R
     mu = torch.zeros(q.m, dtype=F64)

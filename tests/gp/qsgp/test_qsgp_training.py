@@ -99,7 +99,16 @@ def test_a_checkpointed_fit_resumes_into_the_same_iterates(tmp_path, problem, mo
     path = tmp_path / "qsgp.pt"
     fresh().fit(X, y, steps=40, generator=torch.Generator().manual_seed(3),
                 freeze_hyperparameters=30, checkpoint=path, checkpoint_every=20)  # fmt: skip
-    resumed = fresh().fit(X, y, steps=90, generator=torch.Generator().manual_seed(99),
+    with pytest.raises(ValueError, match=r"another run: generator \(.*another seed"):
+        fresh().fit(X, y, steps=90, generator=torch.Generator().manual_seed(99),
+                    freeze_hyperparameters=30, checkpoint=path)  # fmt: skip
+    for changed, name in (({"lr": 0.2}, "lr"), ({"hyper_lr": 0.5}, "hyper_lr"),
+                          ({"freeze_hyperparameters": 31}, "freeze")):  # fmt: skip
+        kwargs = {"freeze_hyperparameters": 30, **changed}
+        with pytest.raises(ValueError, match=rf"another run: {name} \(checkpoint: "):
+            fresh().fit(X, y, steps=90, generator=torch.Generator().manual_seed(3),
+                        checkpoint=path, **kwargs)  # fmt: skip
+    resumed = fresh().fit(X, y, steps=90, generator=torch.Generator().manual_seed(3),
                           freeze_hyperparameters=30, checkpoint=path)  # fmt: skip
     assert torch.equal(resumed.mean_weights, whole.mean_weights)
     assert torch.equal(resumed.cov.lower, whole.cov.lower)
