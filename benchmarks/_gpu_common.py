@@ -50,7 +50,8 @@ ESTIMATES = {
     "sgld": (10, 4, 8, 3),
     "love": (50, 8, 20, 8),
 }
-PAPER_S_PER_ITER = 86_400 / 10_000  # seed 000 §5.2: "roughly ten thousand samples per day"
+# Filippone & Engler (2015) §5.2: "roughly ten thousand samples per day"
+PAPER_S_PER_ITER = 86_400 / 10_000
 PAPER_ESS = 1e-3  # "an effective sample size of roughly 0.1 %": 2.4 h per independent sample
 
 

@@ -1,6 +1,6 @@
 """Calibration study: which computational uncertainty can be trusted, and at what accuracy.
 
-Issue 14 item 5; the tables of ``docs/calibration.md`` come from this script.
+The tables of ``docs/calibration.md`` come from this script.
 
 **Setting.** Three real input sets (``concrete`` d = 8, ``elevators`` d = 18,
 ``protein`` d = 9; UCI split 0 training inputs, a seeded random subset of
@@ -409,7 +409,7 @@ def report(name: str, noise: float, results: dict[str, dict[int, Cell]], budgets
 
 
 def summarise(all_results, budgets) -> dict[str, object]:
-    """Targets of the issue: calibrated rows within |E[z²]−1| ≤ 0.1 and coverage ± 0.01."""
+    """Targets: calibrated rows within |E[z²]−1| ≤ 0.1 and coverage ± 0.01."""
     calibrated = [m.label for m in methods() if m.kind in ("policy", "affine")]
     worst: dict[str, float] = {m: 0.0 for m in calibrated}
     worst_cov: dict[str, float] = {m: 0.0 for m in calibrated}

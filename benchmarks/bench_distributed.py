@@ -1,7 +1,6 @@
 """Scaling out kernel matvecs with ``backend="distributed"`` (torch.distributed, gloo on CPU).
 
-Issue "Scale out: kernel matvecs over processes and GPUs", deliverable 4. Every
-configuration runs in fresh processes started by :func:`pnsolve.testing.ranks.run_ranks`
+Every configuration runs in fresh processes started by :func:`pnsolve.testing.ranks.run_ranks`
 (gloo over localhost, **one torch thread per process**), RBF-ARD kernel on ``x ~ U[0,
 1]^8`` float64, right-hand sides of ``k = 1`` and ``k = 16`` columns; times are medians
 of interleaved repeats inside each run (every rank times the same collective-bound
@@ -198,7 +197,7 @@ def main() -> None:
     else:
         for rate in (2e10, 1e11):
             cases.append((f"GPU, KeOps f32 (ASSUMED {rate:.0e} entries/s)", rate, 100e9,
-                          "assumed (no GPU lent to this task)"))  # fmt: skip
+                          "assumed (no GPU available)"))  # fmt: skip
     for label, rate, bw, src in cases:
         comp = n * n / (P * rate)
         comm = moved / bw

@@ -29,7 +29,7 @@
    RBF ℓ = 2, outputscale 5 (``--tune``: grid on an 80/20 validation split of the
    training part): the exact Laplace approximation (dense, all points) against
    IterNCGP-CG with and without recycling (and compressed), test accuracy/NLL/ECE.
-4. **Issue 5 item 8**: on digits, products with ``K`` until the Laplace objective is
+4. **Recycling and compression**: on digits, products with ``K`` until the Laplace objective is
    within 1 % of its optimum, ``(Ψ* − Ψ)/|Ψ*| ≤ 0.01``, with recycling ÷ without, each
    at its best inner budget out of 5/10/20/50/100 iterations per Newton step (target
    ≤ 1/3). ``Ψ`` is read after every inner iteration as the value the Newton step would
@@ -67,9 +67,9 @@ import pnsolve as pn
 from pnsolve.testing import CountingOperator
 
 SCHEDULES = (1, 2, 5, 10, 20)  # §5.1: inner iterations per Newton step
-SWEEP = (5, 10, 20, 50, 100)  # item 8: inner iterations per Newton step
-WITHIN = 0.01  # item 8: relative gap of the Laplace objective
-TARGET = 1 / 3  # item 8: products with ÷ without recycling
+SWEEP = (5, 10, 20, 50, 100)  # recycling study: inner iterations per Newton step
+WITHIN = 0.01  # recycling study: relative gap of the Laplace objective
+TARGET = 1 / 3  # recycling study: products with ÷ without recycling
 INNER_RTOL = 1e-10  # inner solves stop at this relative residual (see _inner)
 MIXTURE_KERNEL = {"nu": 2.5, "lengthscale": 0.2, "outputscale": 5.0}
 DIGITS_KERNEL = {"lengthscale": 2.0, "outputscale": 5.0}
@@ -833,7 +833,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics_rows,
     )
     print_table(
-        f"item 8: K-products until (Ψ*−Ψ)/|Ψ*| ≤ {WITHIN:g} (Laplace training objective), "
+        f"Recycling: K-products until (Ψ*−Ψ)/|Ψ*| ≤ {WITHIN:g} (Laplace training objective), "
         f"digits, budget {d8['budget']} products",
         [
             "recycle",
@@ -849,11 +849,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     (p_with, k_with), (p_without, k_without) = d8["with"], d8["without"]
     if p_with is None or p_without is None:
-        print("item 8: products-to-1 % ratio not available (a variant never got within 1 %)")
+        print("recycling: products-to-1 % ratio not available (a variant never got within 1 %)")
     else:
         r = ratio(p_with, p_without)
         print(
-            f"item 8: products to within 1 % of Ψ*: with recycling {p_with} ({k_with}/step) ÷ "
+            f"recycling: products to within 1 % of Ψ*: with recycling {p_with} ({k_with}/step) ÷ "
             f"without {p_without} ({k_without}/step) = {r:.2f} (target ≤ {TARGET:.2f}: "
             f"{'met' if r <= TARGET else 'NOT met'})"
         )
@@ -862,7 +862,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in by.items():
         if "max_rank" in name and not name.endswith("None"):
             print(
-                f"item 8: peak memory, {name.split(', ')[-1]} vs uncompressed (mixture): "
+                f"compression: peak memory, {name.split(', ')[-1]} vs uncompressed (mixture): "
                 f"buffer {r['model_mb']:.1f} / {full['model_mb']:.1f} MB = "
                 f"{ratio(r['model_mb'], full['model_mb']):.2f}, fit peak RSS − base "
                 f"{r['rss_mb']:.0f} / {full['rss_mb']:.0f} MB"

@@ -50,7 +50,7 @@ Errors against the Cholesky variances: SMAE = ``mean |var − var_exact| / Var(y
 (the LOVE paper's definition, ``pn.metrics.smae``; ``y_test`` = the targets of the
 prediction rows) and max relative error ``max |var − var_exact| / var_exact``.
 
-Targets (issue 4 item 8): LOVE ≥ 100× faster than the exact variances after
+Targets: LOVE ≥ 100× faster than the exact variances after
 precomputation; ≥ 1× GPyTorch's ``fast_pred_var`` speed (pnsolve ÷ GPyTorch ≤ 1) at
 lower error.
 
@@ -59,7 +59,7 @@ Cost model. On an exact (non-SKI) GP, LOVE's per-point cost after precomputation
 ``L⁻¹ k(X, x)``. The variance-only speedup is therefore about ``n / (2k)`` at equal
 flop rates (200× at k = 25, 50× at k = 100 for n = 10⁴); the ≥ 100× target is
 reachable only for ``k ≤ n / 200``. End to end the ``n`` kernel evaluations per point
-(``exp``-bound, DESIGN §7) are common to both and bound LOVE's predict step. Only
+(bound by the throughput of ``exp``) are common to both and bound LOVE's predict step. Only
 SKI-style structured kernels make the per-point cost independent of ``n``.
 
 Usage: ``python benchmarks/bench_love.py [--quick] [--threads N]`` (``--quick``: tiny

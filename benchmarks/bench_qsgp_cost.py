@@ -1,6 +1,6 @@
-"""QSGP (Evans & Nair): time per step flat in ``n`` and ``m``; the control variate vs ``n̄``.
+"""QSGP (Evans & Nair 2020): time per step flat in ``n`` and ``m``; the control variate vs ``n̄``.
 
-Part 1 (item 4 of the issue): one training step (draw, estimate, backward, sparse AdaGrad,
+Part 1: one training step (draw, estimate, backward, sparse AdaGrad,
 control-variate bookkeeping, Adam on the hyperparameters) on synthetic data, for
 ``n, m ∈ {10³, 10⁴, 10⁵}`` at fixed ``ñ = 100``, ``m̃ = 500``, chevron rank 20, ``n̄ =
 100``: median seconds per step over ``--steps`` steps, all nine models stepped in
@@ -10,7 +10,7 @@ two draws of 500 overlap (about 630 distinct), from ``m = 10⁴`` on they hardly
 (about 990), so the cost rises once from ``m = 10³`` to ``10⁴`` and is flat beyond;
 what grows with ``n`` and ``m`` otherwise is only the one-off set-up.
 
-Part 2 (seed Fig. 1): the variance of the estimate's term ``(1/σ²) μᵀΦᵀΦμ`` and of its
+Part 2 (Evans & Nair 2020, Fig. 1): the variance of the estimate's term ``(1/σ²) μᵀΦᵀΦμ`` and of its
 gradient in ``μ`` (averaged over the touched elements) against the control variate's
 rank ``n̄``, normalised by ``n̄ = 0``; ``μ`` a prior draw, ``ñ = m̃ = 500``, on protein
 (UCI split 0, standardised), ``m = 10⁴`` features of an RBF kernel with the data's
@@ -83,7 +83,7 @@ def _fig1(nbars: list[int], draws: int, m: int) -> list[list[str]]:
             covariance="diagonal", batch_size=500, feature_batch_size=500,
             control_variate_rank=nbar, generator=torch.Generator().manual_seed(1),
         )  # fmt: skip
-        q._ensure(X)
+        q.build(X)
         with torch.no_grad():
             q.mean_weights.copy_(torch.randn(m, generator=torch.Generator().manual_seed(3),
                                              dtype=torch.float64))  # fmt: skip
@@ -94,7 +94,7 @@ def _fig1(nbars: list[int], draws: int, m: int) -> list[list[str]]:
         for _ in range(draws):
             d = draw_indices(n, m, 0, 500, 500, g)
             est = estimate(q.features, q.cov, q.mean_weights, torch.tensor(0.1, dtype=X.dtype),
-                           q.likelihood, X, y, d, cv, q._quadrature(X))  # fmt: skip
+                           q.likelihood, X, y, d, cv, q.quadrature(X))  # fmt: skip
             (gr,) = torch.autograd.grad(est.elbo, est.leaves.mu)
             full = torch.zeros(m, dtype=X.dtype)
             full[d.u] = gr

@@ -1,9 +1,9 @@
-"""Seed 000 §5.2 at CPU scale: SGLD-ULISSE chains on a larger UCI set, matrix-free.
+"""Filippone & Engler (2015) §5.2 at CPU scale: SGLD-ULISSE chains on a larger UCI set, matrix-free.
 
-Protein (UCI split 0, standardised), ``n`` training rows drawn at random, the seed's
+Protein (UCI split 0, standardised), ``n`` training rows drawn at random, the paper's
 covariance ``σ exp(−τ‖x − x'‖²) + λδ`` with Gamma(1, 1) priors in log space, SGLD with
 ULISSE gradients (4 probes redrawn every 20 iterations with warm starts, ``α = q √n``,
-roulette rate ``β``), ``M`` from the MAP of a 1000-point subset (as the seed's §5.2),
+roulette rate ``β``), ``M`` from the MAP of a 1000-point subset (as the paper's §5.2),
 chains from ``N(MAP, M)``. Every
 product with ``K̂`` and the gradient's bilinear forms go through the ``"chunked"``
 backend: no ``n × n`` matrix is ever held (peak memory is printed).
@@ -11,13 +11,13 @@ backend: no ``n × n`` matrix is ever held (peak memory is printed).
 Reported: seconds and products per iteration, the PSRF of the chains (from iteration 0
 and on the kept draws), ESS, independent samples per chain-hour and per wall-hour, and
 posterior means and sds. ``--time-n`` additionally times one chain's iterations at a
-second, larger ``n`` (the seed's ``n ≈ 20 000``) and extrapolates samples per hour there
+second, larger ``n`` (the paper's ``n ≈ 20 000``) and extrapolates samples per hour there
 from this run's ESS per iteration.
 
 Usage: ``python benchmarks/bench_sgld_large.py [--n 2000] [--chains 5] [--iterations
 1200] [--q 0.03] [--beta 0.3] [--freeze 0.02] [--step-start 0.03] [--step-end 1e-3]
 [--subset 1000] [--time-n 20000] [--time-iterations 3] [--checkpoint PREFIX] [--quick]``.
-The defaults (docs/sgld.md's "tuned" SGLD; the seed's own §5.2 schedule is
+The defaults (docs/sgld.md's "tuned" SGLD; the paper's own §5.2 schedule is
 ``--step-start 5e-2 --step-end 5e-6``) take about 35 minutes on 2 cores.
 """
 
@@ -91,8 +91,9 @@ def main() -> None:
     parser.add_argument("--q", type=float, default=0.03, help="early threshold α = q √n")
     parser.add_argument("--beta", type=float, default=0.3, help="roulette rate β")
     parser.add_argument("--freeze", type=float, default=0.02, help="eq. 7 freeze threshold")
-    parser.add_argument("--step-start", type=float, default=3e-2, help="seed §5.2: 5e-2")
-    parser.add_argument("--step-end", type=float, default=1e-3, help="seed §5.2: 5e-6")
+    paper = "Filippone & Engler (2015) §5.2"
+    parser.add_argument("--step-start", type=float, default=3e-2, help=f"{paper}: 5e-2")
+    parser.add_argument("--step-end", type=float, default=1e-3, help=f"{paper}: 5e-6")
     parser.add_argument("--subset", type=int, default=1000, help="MAP/Laplace subset (1000)")
     parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--time-n", type=int, default=20_000, help="n of the timing run (0: none)")

@@ -1,11 +1,11 @@
-"""Seed 000 §5.1 at CPU scale: SGLD with ULISSE gradients against Metropolis–Hastings.
+"""Filippone & Engler (2015) §5.1 at CPU scale: SGLD-ULISSE against Metropolis–Hastings.
 
-Concrete (UCI split 0, standardised, n = 927 training rows), the seed's covariance
+Concrete (UCI split 0, standardised, n = 927 training rows), the paper's covariance
 ``σ exp(−τ‖x − x'‖²) + λδ`` with Gamma(1, 1) priors on ``(σ, τ, λ)`` in log space. MH on the
 exact (Cholesky) likelihood with an adaptive phase to acceptance 0.2–0.4 and burn-in;
 SGLD with ULISSE gradients (4 Rademacher probes redrawn every 20 iterations, warm
 starts, ``α = q √n``, roulette rate ``β``), ``ε`` from ``a`` to ``b`` and eq. 7 freezing
-(the seed: 1e-1 → 1e-4, 0.002; the defaults here: docs/sgld.md's "tuned"), ``M`` the
+(the paper: 1e-1 → 1e-4, 0.002; the defaults here: docs/sgld.md's "tuned"), ``M`` the
 inverse negative Hessian at the MAP of a 500-point subset, chains from ``N(MAP, M)``.
 
 Reported: posterior means and sds of both, the differences in MH sds and the sd ratios
@@ -19,11 +19,11 @@ Usage: ``python benchmarks/bench_sgld_mh.py [--mh 50000] [--sgld 2000] [--chains
 [--mh-draws FILE.pt] [--sgld-draws FILE.pt] [--only mh|sgld] [--checkpoint PREFIX]
 [--until N] [--plot FILE.png] [--quick]``; with the draw files, MH and SGLD can run as
 separate processes at the same time (``--only``) and a last call reports on both;
-``--until`` with ``--checkpoint`` takes a long run (the seed's 40 000 iterations) in
+``--until`` with ``--checkpoint`` takes a long run (the paper's 40 000 iterations) in
 pieces along its full schedule. The
 defaults are docs/sgld.md's "tuned" SGLD (MH 50 000 iterations, 10 SGLD chains × 2 000:
-about 45 minutes on 2 cores); its "seed" SGLD is ``--q 0.1 --beta 1 --freeze 0.002
---step-start 0.1 --step-end 1e-4``; ``q = 1`` (the seed's ``α = √n``) gives chains
+about 45 minutes on 2 cores); its SGLD along the paper's schedule is ``--q 0.1 --beta 1
+--freeze 0.002 --step-start 0.1 --step-end 1e-4``; ``q = 1`` (the paper's ``α = √n``) gives chains
 that do not agree here. ``--quick``: 2 000 MH, 4 × 1 500 SGLD, about 3 minutes.
 """
 
@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=10, help="SGLD chains")
     parser.add_argument("--q", type=float, default=0.03, help="early threshold α = q √n")
     parser.add_argument("--beta", type=float, default=0.3, help="roulette rate β")
-    parser.add_argument("--probes", type=int, default=4, help="Rademacher probes Nr (seed: 4)")
+    parser.add_argument("--probes", type=int, default=4, help="Rademacher probes Nr (the paper: 4)")
     parser.add_argument("--freeze", type=float, default=0.02, help="eq. 7 freeze threshold")
     parser.add_argument("--step-start", type=float, default=3e-2)
     parser.add_argument("--step-end", type=float, default=1e-3)

@@ -1,8 +1,7 @@
 """SKI/KISS-GP with LOVE: constant time per test point, against exact variances and GPyTorch.
 
-Seed 004 (Pleiss et al. 2018, "Constant-time predictive distributions for Gaussian
-processes"), issue "Constant-time predictive distributions: KISS-GP/SKI kernels with
-LOVE", deliverable 3. Everything float64, zero prior mean, RBF-ARD base kernel, LOVE
+Pleiss et al. (2018), "Constant-time predictive distributions for Gaussian
+processes". Everything float64, zero prior mean, RBF-ARD base kernel, LOVE
 rank k = 50 unless a table varies it, one thread by default (``--threads``). Speeds are
 medians of interleaved (round-robin) calls in one run, so the ratios are side by side;
 single-shot times (fits, precomputations, the slow exact references) say "1 run".

@@ -39,7 +39,7 @@ estimator and warm starts) and the **early-stopping study** of §5 / Figure 9 wi
    excluded), the steps whose solve missed the tolerance, and the speed-up over
    standard-cold of the same solver (ratio of epochs and of time). Then the average
    speed-up over the data sets (arithmetic mean of the per-data-set ratios, as the
-   paper's "average speed-up") and the targets of issue 6: pathwise + warm start
+   paper's "average speed-up") and the targets: pathwise + warm start
    needs ≥ 2× fewer epochs than standard-cold with CG and ≥ 10× with AP, and every
    run's test log-likelihood is within 0.02 of exact-gradient training.
 
@@ -459,7 +459,7 @@ def summary(all_runs: dict[str, dict[str, Run]], solvers: tuple[str, ...]) -> No
         ],
         rows,
     )
-    print("\n== Targets (issue 6) ==")
+    print("\n== Targets ==")
     for solver, target in TARGET_EPOCHS.items():
         if solver not in solvers:
             continue

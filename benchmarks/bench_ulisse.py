@@ -18,7 +18,7 @@ Reported per setting:
 - ``mean err``: ‖sample mean − x*‖/‖x*‖ next to ``noise``: √(trCov/draws), what the
   error of the mean would be if the sample variance were the true one.
 
-DESIGN §5: the variance is finite only while CG increments shrink faster than
+The variance is finite only while CG increments shrink faster than
 ``∏ w_r`` grows. At κ = 1e4 they do not, and ``mean err ≫ noise``: the sample mean
 looks biased because the rare long runs that carry the mass are never drawn (the
 exact variance is astronomically large while the sample one looks modest). A

@@ -1,24 +1,24 @@
 """Filippone & Engler (2015) §3–4 at CPU scale: CG, PCG and ULISSE against the condition number.
 
-Issue 15 item 7 (first part); the tables of ``docs/sgld.md`` come from this script.
+The tables of ``docs/sgld.md`` come from this script.
 
-**Setting.** The seed's GP: ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ`` on the Concrete
+**Setting.** The paper's GP: ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ`` on the Concrete
 training inputs (UCI split 0, ``n = 927``, standardised; ``--quick``: a seeded random
 subset of ``QUICK_N`` rows) with the standardised targets ``y``. ``θ = (log σ, log τ,
 log λ)`` (``pn.gp.bayes.LogHyperparameters(..., parametrization="seed")``) is drawn from
-Gamma priors: ``PRIORS`` (see there for why they differ from the seed's Fig. 1 settings).
+Gamma priors: ``PRIORS`` (see there for why they differ from the paper's Fig. 1 settings).
 Everything runs in float64 on dense ``K̂ = K + λ I`` unless said otherwise.
 
 **Fig. 1.** Quantiles of ``log10 κ(K̂)`` over ``--draws`` prior draws (``κ`` from
-``eigvalsh``), next to the seed's four ``Gamma(a, b)``-on-every-parameter settings
+``eigvalsh``), next to the paper's four ``Gamma(a, b)``-on-every-parameter settings
 (fewer draws each). Each unit bin of ``log10 κ`` in ``[BIN_LO, BIN_HI)`` keeps the first
 draw that falls in it; Figs. 2–4 use those ``θ`` (one per bin).
 
 **Fig. 2.** ``K̂ s = y`` by :func:`pnsolve.cg` to relative residual ``EPS = 1e-8`` (the
-seed's ε): iterations and ``‖s − s*‖/‖s*‖`` against the Cholesky solution ``s*``, for
+paper's ε): iterations and ``‖s − s*‖/‖s*‖`` against the Cholesky solution ``s*``, for
 
 - *f64*: plain CG;
-- *f32 CMVPs*: the seed's "float" variant. ``K̂`` is rounded to float32 and each
+- *f32 CMVPs*: the paper's "float" variant. ``K̂`` is rounded to float32 and each
   product is computed in float32, while CG's recurrences (vectors, inner products, step
   sizes) stay in float64. We do not run the whole CG in float32: a float32 CG cannot
   even represent a 1e-8 residual (machine epsilon 6e-8), so it would measure the
@@ -32,12 +32,12 @@ seed's ε): iterations and ``‖s − s*‖/‖s*‖`` against the Cholesky solu
 iterations (what a float32 product saves); PCG's ``+build`` includes forming the
 preconditioner. All columns share the ``maxiter = 10 n`` default of ``pn.cg``.
 
-**Fig. 3.** :func:`pnsolve.randomized.ulisse` on ``K̂ s = y`` with ``α = q √n`` (the seed's
+**Fig. 3.** :func:`pnsolve.randomized.ulisse` on ``K̂ s = y`` with ``α = q √n`` (the paper's
 early threshold, absolute), ``q ∈ Q_VALUES``, ``β ∈ BETAS``. ``--estimates`` estimates
 come from one call with ``num_estimates`` (independent roulette draws along one CG run:
 the CG path to the threshold is deterministic, so they are distributed as independent
 runs). ``iters``: ``l`` + mean roulette steps, the steps one estimate costs, and its
-ratio to CG's (Fig. 2). ``avg sd``: the seed's "average standard deviation across the
+ratio to CG's (Fig. 2). ``avg sd``: the paper's "average standard deviation across the
 elements of the solution", ``mean_i sd_i`` over the estimates; ``rms sd``:
 ``√(mean_i var_i)`` next to the exact ``√(tr Cov/n)`` from
 :func:`pnsolve.randomized.ulisse_variance` with CG's error norms (a lower bound: errors
@@ -56,7 +56,7 @@ Rademacher probe (``num_probes=1``), a fresh estimator per repetition (no warm s
 Bins where Fig. 2's CG did not converge within ``10 n`` steps are left out (no converged
 CG to compare with, and ULISSE's threshold step count approaches CG's there).
 
-Reported: the mean over repetitions of the log10 error (the seed's statistic) ± its
+Reported: the mean over repetitions of the log10 error (the paper's statistic) ± its
 standard error, ``log10`` of the mean error (the mean squared error, which heavy tails
 dominate), and the products with ``K̂`` per gradient (block products, one per step)
 with their ratio to CG's.
@@ -94,21 +94,21 @@ from pnsolve.gp.bayes import (
     exact_log_marginal,
 )
 
-#: The seed's CG convergence threshold ε (relative residual here).
+#: The paper's CG convergence threshold ε (relative residual here).
 EPS = 1e-8
-#: Early thresholds ``α = q √n`` (seed Figs. 3–4) and roulette rates ``β`` (Fig. 3).
+#: Early thresholds ``α = q √n`` (the paper's Figs. 3–4) and roulette rates ``β`` (Fig. 3).
 Q_VALUES = (0.1, 1.0)
 BETAS = (1.0, 100.0)
-#: ``β`` of the gradient estimates (seed Fig. 4).
+#: ``β`` of the gradient estimates (the paper's Fig. 4).
 GRADIENT_BETA = 1.0
 #: Priors on ``(σ, τ, λ)``, shape ``a`` and rate ``b``. On *standardised* inputs
-#: (median squared distance ≈ 14) the seed's Fig. 1 settings (the same ``Gamma(a, b)`` on
+#: (median squared distance ≈ 14) the paper's Fig. 1 settings (the same ``Gamma(a, b)`` on
 #: every parameter, ``SEED_PRIORS``) give ``κ`` mostly below 1e3.6; these span 1e2–1e8 as
-#: the seed's figure does: σ ~ Gamma(1, 1) (mean 1, the targets' variance),
+#: the paper's figure does: σ ~ Gamma(1, 1) (mean 1, the targets' variance),
 #: τ ~ Gamma(2, 20) (mean 0.1: correlation e^{-1.4} at the median distance), λ ~
 #: Gamma(0.25, 2) (mean 0.125, a heavy left tail that reaches λ ≈ 1e-6).
 PRIORS = (GammaPrior(1.0, 1.0), GammaPrior(2.0, 20.0), GammaPrior(0.25, 2.0))
-#: The seed's Fig. 1 legend: ``(a, b)`` on every parameter.
+#: The paper's Fig. 1 legend: ``(a, b)`` on every parameter.
 SEED_PRIORS = ((0.5, 0.01), (1.0, 0.01), (1.0, 0.1), (1.0, 1.0))
 #: Unit bins of ``log10 κ`` for Figs. 2–4.
 BIN_LO, BIN_HI = 2, 8
@@ -182,7 +182,7 @@ def fig1(
     for a, b in SEED_PRIORS:
         th = draw_theta([(a, b)] * 3, per_seed, generator)
         kappas_seed = [log10_kappa(system(params, X, t)) for t in th]
-        rows.append(quantile_row(f"seed: all Gamma({a:g},{b:g})", kappas_seed))
+        rows.append(quantile_row(f"paper: all Gamma({a:g},{b:g})", kappas_seed))
     header = ["priors", "draws", *[f"q{int(100 * q)}" for q in QUANTILES], "max"]
     print_table(f"Fig. 1: log10 κ(K̂) under Gamma priors, Concrete n={X.shape[0]}", header, rows)
     bins = range(BIN_LO, BIN_HI)

@@ -15,18 +15,23 @@ SCRIPTS = [
     "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 1.5 minutes
     "bench_pls.py",
     "bench_ulisse.py",
-    "bench_ulisse_seed.py",  # seed 000 §3-4 (Figs. 1-4): about 5 minutes (--quick: 30 s)
+    # Filippone & Engler (2015) §3-4 (Figs. 1-4): about 5 minutes (--quick: 30 s)
+    "bench_ulisse_seed.py",
     "bench_itergp.py",
     "bench_love.py",
-    "bench_ski_love.py",  # seed 004, SKI + LOVE: about 8 minutes (--quick: 1)
-    "bench_love_tables.py",  # seed 004 Table 2 at CPU scale: about 10 minutes (--quick: 1)
+    "bench_ski_love.py",  # Pleiss et al. (2018), SKI + LOVE: about 8 minutes (--quick: 1)
+    # Pleiss et al. (2018) Table 2 at CPU scale: about 10 minutes (--quick: 1)
+    "bench_love_tables.py",
     "bench_iterncgp.py",
     "bench_training.py",
     "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)
-    "bench_sgld_mh.py",  # seed 000 §5.1, SGLD vs MH: about 45 minutes (--quick: 3)
-    "bench_sgld_large.py",  # seed 000 §5.2, matrix-free chains: about 35 minutes (--quick: 1)
-    "bench_qsgp_cost.py",  # seed 002: flat cost per step, Fig. 1 (--quick: 1 minute)
-    "bench_qsgp_uci.py",  # seed 002 Table 2 + digits: about 2.5 hours (--quick: 1 minute)
+    # Filippone & Engler (2015) §5.1, SGLD vs MH: about 45 minutes (--quick: 3)
+    "bench_sgld_mh.py",
+    # Filippone & Engler (2015) §5.2, matrix-free chains: about 35 minutes (--quick: 1)
+    "bench_sgld_large.py",
+    "bench_qsgp_cost.py",  # Evans & Nair (2020): flat cost per step, Fig. 1 (--quick: 1 minute)
+    # Evans & Nair (2020) Table 2 + digits: about 2.5 hours (--quick: 1 minute)
+    "bench_qsgp_uci.py",
     "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: about 1.5 minutes
 ]
 

@@ -22,7 +22,7 @@
 # Cholesky factor. To keep the estimates unbiased while stopping CG early, they solve
 # with **ULISSE**, CG with a randomized truncation. This tutorial:
 #
-# 1. sets up the model (the seed's kernel on UCI *concrete*, log-space parameters,
+# 1. sets up the model (the paper's kernel on UCI *concrete*, log-space parameters,
 #    Gamma priors) and says why SGLD needs only gradients;
 # 2. measures what the unbiasedness buys at a fixed `θ`: ULISSE against CG truncated
 #    at the same threshold, and what it costs (variance, heavy tails);
@@ -70,7 +70,7 @@ T_START = time.perf_counter()
 # %% [markdown]
 # ## 1. The model
 #
-# The seed's covariance (eq. 1) is a squared exponential plus noise,
+# The paper's covariance (eq. 1) is a squared exponential plus noise,
 #
 #     k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ(x, x'),
 #
@@ -135,7 +135,7 @@ print(f"log posterior at θ̂ = {fit.log_posterior:.2f}; κ(K̂) at θ̂ = {kapp
 # ## 2. What the unbiasedness buys
 #
 # The solves are where the cost is, so one stops CG early: once the residual norm
-# falls below a threshold `α` (the seed: `α = √n`, i.e. `‖y‖` for standardised
+# falls below a threshold `α` (the paper: `α = √n`, i.e. `‖y‖` for standardised
 # targets). **Truncated CG** then returns its iterate: a *biased* solve, hence a
 # biased gradient, and averaging many estimates does not remove the bias.
 # **ULISSE** continues past `α` by "Russian roulette": step `r = 1, 2, …` is taken
@@ -157,7 +157,7 @@ print(f"log posterior at θ̂ = {fit.log_posterior:.2f}; κ(K̂) at θ̂ = {kapp
 # convergence" (residual below `10⁻⁸ √n`) is the control and the cost to beat. We
 # look at two points: `θ̂` with the noise variance raised to `λ̂ e³` (better
 # conditioned), and the mode `θ̂` itself, at thresholds `0.3 √n` and, at the mode,
-# also a small `0.03 √n` and (ULISSE only) the seed's `√n`, with the seed's `β = 1`
+# also a small `0.03 √n` and (ULISSE only) the paper's `√n`, with the paper's `β = 1`
 # and, once, `β = 0.3`.
 
 # %%
@@ -255,7 +255,7 @@ print("exact gradients:", {p: [round(v, 3) for v in e.tolist()] for p, e in exac
 #   per cent per step, and with `α = √n` or `0.3 √n` and `β = 1` nearly all of the
 #   squared error sits in the largest 1 % of the draws. The sample sd is then itself
 #   unreliable, and a mean of `R` draws misses the roulette depths with weights above
-#   `R`: at the seed's `α = √n` the mean of a thousand draws lies far outside its
+#   `R`: at the paper's `α = √n` the mean of a thousand draws lies far outside its
 #   nominal error bars — not a bias of the estimator, whose expectation is exact, but
 #   of any average one can afford. A smaller threshold starts the roulette closer to
 #   the solution: at `0.03 √n` the largest 1 % carry a third of the squared error or
@@ -311,7 +311,7 @@ plt.close(fig)
 #
 # Random-walk MH (`MetropolisHastings`) on the exact log posterior (`log_posterior`,
 # Cholesky): proposals `θ + s L z` with `L Lᵀ = M`, an adaptive phase that tunes `s`
-# towards an acceptance rate in 0.2–0.4 (the seed's setting), then a fixed `s` — a
+# towards an acceptance rate in 0.2–0.4 (the paper's setting), then a fixed `s` — a
 # valid MH chain — whose draws after the burn-in (= the adaptive phase) are the
 # reference. At this `n` a step, Cholesky factor included, takes under a millisecond.
 
@@ -350,7 +350,7 @@ print(
 #
 # What the frozen step means for mixing: with `M` close to the posterior covariance a
 # step contracts `θ − E[θ]` by about `1 − ε/2`, an autocorrelation time of about
-# `4/ε` iterations. The seed's settings (`α = √n`, `β = 1`, threshold 0.002, `ε` from
+# `4/ε` iterations. The paper's settings (`α = √n`, `β = 1`, threshold 0.002, `ε` from
 # 10⁻¹ to 10⁻⁴ over 40 000 iterations) freeze around `ε ≈ 10⁻³`: thousands of
 # iterations per independent draw, and with section 2's heaviest tails (`α = √n`,
 # `β = 1`) a rare huge estimate can throw a chain far out of the posterior. So,
@@ -358,9 +358,9 @@ print(
 # `β = 0.3` (more, less heavily weighted roulette steps), a freeze threshold of 0.02
 # (the gradient noise may then add up to 2 % to each step's variance) and `ε` from
 # 0.03 to 10⁻³ (the chains start inside the posterior, where large steps are not
-# needed): they freeze near `ε ≈ 10⁻²`. We keep the seed's `N_r = 4` probes, redrawn
+# needed): they freeze near `ε ≈ 10⁻²`. We keep the paper's `N_r = 4` probes, redrawn
 # every 20 iterations with warm starts in between. (Those probes are also what makes
-# the seed scheme's chains wider than MH's: along the paper's full schedule on concrete,
+# the chains along the paper's scheme wider than MH's: along the paper's full schedule on concrete,
 # `num_probes=16` with `alpha=0.01·√n` gives MH's means and sds within 16 % and
 # PSRF < 1.1 by iteration 3 300, for about 4 × the products per step — docs/sgld.md §5.1.)
 #
@@ -465,7 +465,7 @@ describe(main)
 # The comparison with MH, per parameter: the posterior mean (and its distance from
 # MH's in MH posterior sds), the posterior sd (and its ratio to MH's), the PSRF
 # (Gelman–Rubin, with its 97.5 % upper limit) over the SGLD chains, and the bulk ESS
-# (`pn.metrics.mcmc_summary`). The seed's targets are means within 0.2 MH sd, sds
+# (`pn.metrics.mcmc_summary`). Our targets are means within 0.2 MH sd, sds
 # within 20 % and PSRF < 1.1; with an ESS of `N` the Monte Carlo error of a mean is
 # about `1/√N` posterior sds.
 
@@ -489,13 +489,13 @@ print(
 )
 
 # %% [markdown]
-# In the full-mode run the means and sds meet the seed's targets; the PSRF of `log τ`
+# In the full-mode run the means and sds meet these targets; the PSRF of `log τ`
 # is still above 1.1, with an ESS of about 20: these chains need more iterations.
 #
-# The traces (seed Fig. 5, left): chain 0 in gray, the running mean ± 2 running sd of
+# The traces (the paper's Fig. 5, left): chain 0 in gray, the running mean ± 2 running sd of
 # the pooled SGLD draws in black and of the MH draws (thinned to as many draws) in red
 # (`pn.plotting.plot_traces(samples, names, path, reference=mh_samples)`). Then the
-# PSRF over growing prefixes of the kept draws (seed Fig. 5, right:
+# PSRF over growing prefixes of the kept draws (the paper's Fig. 5, right:
 # `pn.metrics.psrf_curve` and `pn.plotting.plot_psrf`).
 
 # %%
@@ -590,7 +590,7 @@ for (method, q, beta), run in runs.items():
 # * **What it costs**: heavy tails where CG converges slowly after the threshold
 #   (large `κ(K̂)`). A smaller `α` and a smaller `β` tame them for a few more
 #   products: here `α = 0.03 √n`, `β = 0.3` cost about a third of the products of CG
-#   to convergence per estimate, and its chains met the seed's targets for the means
+#   to convergence per estimate, and its chains met our targets for the means
 #   (within 0.2 MH sd) and sds (within 20 %). On this subset truncated CG at the same
 #   small threshold did as well, faster: unbiasedness is a guarantee, not a speed-up.
 # * **When SGLD + ULISSE is worth it**: when `n` is too large for a Cholesky factor
@@ -606,7 +606,7 @@ for (method, q, beta), run in runs.items():
 #
 # From the command line, `pnsolve sample` runs the chains in parallel processes
 # (each on its own copy of the model; the same draws as in one process) with the
-# seed's step schedule and freeze threshold and `α = 0.1 √n` (the seed's `√n` gave
+# paper's step schedule and freeze threshold and `α = 0.1 √n` (the paper's `√n` gave
 # chains that disagree on the full concrete data, docs/sgld.md), and writes the kept
 # draws (chains × draws × parameters, log space) and their names to an `.npz` file,
 # e.g.

@@ -118,7 +118,7 @@ print(f"|z| against {zc:.2f} (false-alarm 1e-3 per row): {verdict}")
 # because it rests on 20 of 300 points and 20 of 200 features. SGD does not need
 # small errors, only unbiased ones, and the control variates shrink them where they
 # apply (the quadratic `ΦᵀΦ` terms; the rest of the variance comes from sampling the
-# data points). The seed's Fig. 1 is `benchmarks/bench_qsgp_cost.py`.
+# data points). The paper's Fig. 1 is reproduced by `benchmarks/bench_qsgp_cost.py`.
 #
 # ## 3. Regression on bike
 #
@@ -126,7 +126,7 @@ print(f"|z| against {zc:.2f} (false-alarm 1e-3 per row): {verdict}")
 # the posterior correlate the features), both with empirical Bayes on the kernel and
 # the noise, against an exact GP on 2 000 random training points with its own
 # hyperparameter fit (a Cholesky per step: the strong baseline at this `n`).
-# Hyperparameters start from an exact fit on 1 000 points, as in the seed.
+# Hyperparameters start from an exact fit on 1 000 points, as in the paper.
 
 # %%
 steps = 150 if SMOKE else 3000
@@ -152,7 +152,7 @@ for label, cov in (("QSGP-0", "diagonal"), ("QSGP-10", "chevron")):
                    batch_size=200, feature_batch_size=500, control_variate_rank=100,
                    generator=torch.Generator().manual_seed(4))  # fmt: skip
     t0 = time.perf_counter()
-    q.fit(X_all, y_all, steps=steps, lr=0.1, hyper_lr=1e-3,
+    q.fit(X_all, y_all, steps=steps, lr=0.1, hyper_lr=1e-3, freeze_hyperparameters=steps // 10,
           generator=torch.Generator().manual_seed(5))  # fmt: skip
     post = q.posterior(Xs)
     results[label] = (*scores(post.mean, post.var + q.noise), time.perf_counter() - t0)
@@ -189,8 +189,8 @@ fig.savefig(OUT / "qsgp_training.png", dpi=120)
 # sampled quantities. For log-concave likelihoods (Bernoulli, Poisson) Theorem 3 moves
 # the sampling *inside* the log-likelihood (Jensen's inequality), which gives a lower
 # bound whose gap closes as `m̃` grows; the remaining one-dimensional Gaussian integral
-# is a Gauss–Hermite sum (101 points, as in the seed). Digits (8×8 images), odd
-# against even, as the seed's MNIST study.
+# is a Gauss–Hermite sum (101 points, as in the paper). Digits (8×8 images), odd
+# against even, as in the paper's MNIST study.
 
 # %%
 dg = pn.datasets.load_digits(generator=torch.Generator().manual_seed(0))
@@ -201,7 +201,9 @@ qc = pn.gp.QSGP(pn.kernels.RBF(lengthscale=ell, outputscale=4.0), pn.likelihoods
                 300 if SMOKE else 2000, covariance="diagonal", batch_size=100,
                 feature_batch_size=200 if SMOKE else 500,
                 generator=torch.Generator().manual_seed(7))  # fmt: skip
-qc.fit(Xd, yd, steps=100 if SMOKE else 2000, generator=torch.Generator().manual_seed(8))
+qc_steps = 100 if SMOKE else 2000
+qc.fit(Xd, yd, steps=qc_steps, generator=torch.Generator().manual_seed(8),
+       freeze_hyperparameters=qc_steps // 10)  # fmt: skip
 p = qc.predict_proba(Xds).clamp(1e-12, 1 - 1e-12)
 acc = float(((p > 0.5).double() == yds).double().mean())
 nlp = float(-(yds * p.log() + (1 - yds) * (1 - p).log()).mean())

@@ -67,21 +67,26 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         "is the other setting of their Fig. 3; docs/sgld.md has settings that mix faster)",
     )
     sample.add_argument(
-        "--beta", type=positive_float, default=1.0, help="ULISSE's roulette rate β (seed: 1)"
+        "--beta",
+        type=positive_float,
+        default=1.0,
+        help="ULISSE's roulette rate β (Filippone & Engler 2015 use 1)",
     )
     sample.add_argument(
         "--freeze",
         type=positive_float,
         default=0.002,
-        help="eq. 7 threshold: SGLD's step size freezes once the gradient noise is below "
-        "this share of the injected noise (seed: 0.002)",
+        help="step-freezing threshold (Filippone & Engler 2015, eq. 7): SGLD's step size "
+        "freezes once the gradient noise is below this share of the injected noise (their "
+        "value: 0.002)",
     )
     add_backend_arguments(sample)
     sample.add_argument(
         "--predict-samples",
         type=int,
         default=50,
-        help="θ samples in the test predictive (eq. 3) compared with type-II ML (0: skip)",
+        help="θ samples in the test predictive (Filippone & Engler 2015, eq. 3) compared "
+        "with type-II ML (0: skip)",
     )
 
 
@@ -132,7 +137,7 @@ def run_sample(args: argparse.Namespace) -> int:
     if not out.frozen:
         print(
             "warning: the SGLD step size did not freeze in every chain within the first half "
-            "of the run (eq. 7 stayed above the threshold); keeping the second half "
+            "of the run (the gradient noise stayed above --freeze); keeping the second half "
             f"({out.samples.shape[1]} draws per chain): run more --iterations"
         )
     _report(out, wall, mcmc_summary)
