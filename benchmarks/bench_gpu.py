@@ -323,7 +323,7 @@ def sec_sgld(ctx: Ctx) -> None:
     ds = pn.datasets.load_uci("protein", split=0)
     idx = torch.randperm(ds.X_train.shape[0], generator=torch.Generator().manual_seed(0))[:n]
     X, y = ds.X_train[idx].double().to(ctx.device), ds.y_train[idx].double().to(ctx.device)
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     cfg = ChainConfig(iterations=T, alpha=n**0.5, beta=1.0, step_start=5e-2, step_end=5e-6,
                       subset=min(1000, n), backend="dense", checkpoint_every=T)  # fmt: skip
     ctx.peak_reset()

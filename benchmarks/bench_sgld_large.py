@@ -64,7 +64,7 @@ def _time_large(
     """Seconds and products per SGLD iteration of one chain at ``n`` (one thread)."""
     q, iterations = args.q, args.time_iterations
     X, y = _subsample(ds, n, seed=2)
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     g = torch.Generator().manual_seed(3)
     grad = LogMarginalGradient(params, X, y, generator=g, alpha=q * n**0.5, beta=args.beta,
                                backend="chunked")  # fmt: skip
@@ -108,7 +108,7 @@ def main() -> None:
     ds = pn.datasets.load_uci(args.dataset, split=0)
     X, y = _subsample(ds, args.n, seed=1)
     n = X.shape[0]
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     cfg = ChainConfig(
         iterations=args.iterations, alpha=args.q * n**0.5, beta=args.beta, backend="chunked",
         checkpoint_every=max(1, min(100, args.iterations // 10)), subset=args.subset,

@@ -110,7 +110,7 @@ def main() -> None:
     ds = pn.datasets.load_uci("concrete", split=0)
     X, y = ds.X_train.double(), ds.y_train.double()
     n = X.shape[0]
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     ck = args.checkpoint
     if args.only != "sgld":
         mh = _draws(args.mh_draws, lambda: sample_hyperparameters(

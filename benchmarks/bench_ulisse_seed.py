@@ -5,7 +5,7 @@ The tables of ``docs/sgld.md`` come from this script.
 **Setting.** The paper's GP: ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ`` on the Concrete
 training inputs (UCI split 0, ``n = 927``, standardised; ``--quick``: a seeded random
 subset of ``QUICK_N`` rows) with the standardised targets ``y``. ``θ = (log σ, log τ,
-log λ)`` (``pn.gp.bayes.LogHyperparameters(..., parametrization="seed")``) is drawn from
+log λ)`` (``pn.gp.bayes.LogHyperparameters(..., parametrization="log_tau")``) is drawn from
 Gamma priors: ``PRIORS`` (see there for why they differ from the paper's Fig. 1 settings).
 Everything runs in float64 on dense ``K̂ = K + λ I`` unless said otherwise.
 
@@ -468,7 +468,7 @@ def main() -> int:
     X, y = load_data(quick, torch.Generator().manual_seed(args.seed))
     params = LogHyperparameters(
         pn.kernels.RBF(lengthscale=1.0, outputscale=1.0), 1.0,
-        parametrization="seed", priors=PRIORS,
+        parametrization="log_tau", priors=PRIORS,
     )  # fmt: skip
     print(f"Concrete (UCI split 0 training inputs), n = {X.shape[0]}, d = {X.shape[1]}, "
           f"threads = {torch.get_num_threads()}")  # fmt: skip

@@ -1,4 +1,4 @@
-"""The package's imports go one way only (DESIGN §1), checked by parsing every module.
+"""The package's imports go one way only, checked by parsing every module.
 
 Layers, lowest first; a module may import from its own layer and the layers below:
 

@@ -109,7 +109,7 @@ ds = pn.datasets.load_uci("concrete", split=0)
 idx = torch.randperm(ds.X_train.shape[0], generator=g)[:n]
 X, y = ds.X_train[idx], ds.y_train[idx]  # float64, standardised
 params = LogHyperparameters(
-    pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed", priors=GammaPrior(1.0, 1.0)
+    pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau", priors=GammaPrior(1.0, 1.0)
 )
 fit = laplace_preconditioner(params, X, y, subset=n, generator=torch.Generator().manual_seed(1))
 theta_map = fit.theta

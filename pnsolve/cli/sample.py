@@ -181,7 +181,7 @@ def _predict(args: argparse.Namespace, ds, X: torch.Tensor, y: torch.Tensor, out
     from ..kernels import RBF
     from ..metrics import rmse
 
-    params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     Xs, ys = ds.X_test.to(torch.float64), ds.y_test.to(torch.float64)
     bayes = mixture_predictive(params, out.samples, X, y, Xs, max_samples=args.predict_samples)
     rows = [("posterior predictive", bayes, bayes.means.shape[0])]

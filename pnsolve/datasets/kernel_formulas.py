@@ -1,6 +1,6 @@
 """Plain stationary kernel formulas used by the data generators and the problem zoo.
 
-They follow the convention of :mod:`pnsolve.kernels` (DESIGN §6): with
+They follow the convention of :mod:`pnsolve.kernels`: with
 ``r = ‖x − x'‖ / lengthscale``, RBF is ``outputscale · exp(−r²/2)`` and Matérn ν is
 ``outputscale · m_ν(r)``. They are written here so that data generation does not
 depend on the kernel package and stays reproducible on its own.

@@ -6,7 +6,7 @@ Samples are arrays of shape ``(chains, draws, parameters)`` (torch tensors or an
 * :func:`gelman_rubin` — the potential scale reduction factor of Gelman & Rubin (1992)
   with the degrees-of-freedom correction and the upper confidence limit of Brooks &
   Gelman (1998), as R coda's ``gelman.diag`` reports it ("Point est.", "Upper C.I.") and
-  as seed 000 (Filippone & Engler 2015, Fig. 5: "PSRF median / PSRF 97.5%") plots it;
+  as Filippone & Engler (2015), Fig. 5 ("PSRF median / PSRF 97.5%"), plot it;
   :func:`psrf_curve` evaluates it on growing prefixes of the chains.
 * :func:`split_rhat` and :func:`ess` — rank-normalised split-R̂ and bulk effective
   sample size of Vehtari, Gelman, Simpson, Carpenter & Bürkner (2021). They call ArviZ
@@ -46,7 +46,7 @@ __all__ = [
     "split_rhat",
 ]
 
-#: Customary convergence threshold for the PSRF (Gelman et al.; seed 000's target).
+#: Customary convergence threshold for the PSRF (Gelman et al.; Filippone & Engler 2015's target).
 PSRF_THRESHOLD = 1.1
 #: Confidence of the PSRF's upper limit (coda's default: the 97.5 % quantile).
 DEFAULT_CONFIDENCE = 0.95
@@ -100,7 +100,7 @@ def gelman_rubin(
     ``2W²/var(W)`` degrees of freedom. This is R coda's ``gelman.diag`` on the samples as
     given (``autoburnin = FALSE``: discard burn-in before calling).
 
-    Values near 1 say the chains agree; seed 000 asks for ``< 1.1``
+    Values near 1 say the chains agree; Filippone & Engler (2015) ask for ``< 1.1``
     (:data:`PSRF_THRESHOLD`). Identical chains give ``√((n−1)/n)``.
 
     Parameters
@@ -145,8 +145,8 @@ def psrf_curve(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PSRF and its upper limit on the first ``k`` draws of every chain, for each ``k``.
 
-    The convergence curve of seed 000's Fig. 5 (right): :func:`gelman_rubin` on growing
-    prefixes of the chains.
+    The convergence curve of Filippone & Engler (2015), Fig. 5 (right):
+    :func:`gelman_rubin` on growing prefixes of the chains.
 
     Parameters
     ----------

@@ -1,4 +1,7 @@
-"""MCMC figures of seed 000's Fig. 5: traces with running statistics, and PSRF curves."""
+"""MCMC figures: traces with running statistics, and PSRF curves.
+
+The two panels of Filippone & Engler (2015), Fig. 5.
+"""
 
 from __future__ import annotations
 
@@ -39,10 +42,10 @@ def plot_traces(
 ) -> Path:
     """Per parameter: one chain's trace and the running mean ± 2 running sd.
 
-    Seed 000's Fig. 5 (left): the trace of chain 0 (gray), and after each iteration
-    ``t`` the mean and ``mean ± 2 sd`` of the draws ``1 … t`` of all chains pooled
-    (black); the same running statistics of ``reference`` samples (e.g. Metropolis–
-    Hastings) in red.
+    As in Filippone & Engler (2015), Fig. 5 (left): the trace of chain 0 (gray), and
+    after each iteration ``t`` the mean and ``mean ± 2 sd`` of the draws ``1 … t`` of all
+    chains pooled (black); the same running statistics of ``reference`` samples (e.g.
+    Metropolis–Hastings) in red.
 
     Parameters
     ----------
@@ -111,9 +114,10 @@ def plot_psrf(
 ) -> Path:
     """PSRF and its upper limit against iteration, one panel per parameter.
 
-    Seed 000's Fig. 5 (right), from :func:`pnsolve.metrics.psrf_curve`: the point
-    estimate ("PSRF median", black) and the upper limit ("PSRF 97.5%", red dashed), a
-    line at 1 and one at ``threshold``. Infinite values (stuck chains) are left out.
+    As in Filippone & Engler (2015), Fig. 5 (right), from
+    :func:`pnsolve.metrics.psrf_curve`: the point estimate ("PSRF median", black) and
+    the upper limit ("PSRF 97.5%", red dashed), a line at 1 and one at ``threshold``.
+    Infinite values (stuck chains) are left out.
 
     Parameters
     ----------
@@ -126,7 +130,7 @@ def plot_psrf(
     path
         Output PNG; parent folders are created.
     threshold
-        Convergence threshold drawn as a dotted line (seed 000: 1.1).
+        Convergence threshold drawn as a dotted line (Filippone & Engler 2015: 1.1).
     confidence
         Level of ``upper`` (as given to :func:`~pnsolve.metrics.psrf_curve`); names
         its quantile in the legend.

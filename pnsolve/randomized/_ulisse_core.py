@@ -148,8 +148,9 @@ class _Run:
         return cls(
             A, M, alpha, beta, keep_directions, X, R, P=Z.clone(),
             rz=torch.linalg.vecdot(R, Z, dim=0), rn=rn, conv_tol=conv_tol, zero_rhs=zero_rhs,
-            # the threshold is checked after each step, as in the seed's Algorithm 1: at
-            # least one deterministic CG step (l ≥ 1), even when ‖b − A x0‖ ≤ alpha
+            # the threshold is checked after each step, as in Algorithm 1 of Filippone &
+            # Engler (2015): at least one deterministic CG step (l ≥ 1), even when
+            # ‖b − A x0‖ ≤ alpha
             done=done, broken=torch.zeros_like(done), started=torch.zeros_like(done),
             threshold_iters=torch.zeros(k, dtype=torch.long, device=dev),
             alive=alive, by_roulette=torch.zeros_like(alive),

@@ -1,4 +1,4 @@
-"""`pnsolve sample`: the fixed command line of issue 15 (SGLD/MH, npz output, checkpoints)."""
+"""`pnsolve sample`: the fixed command line (SGLD/MH, npz output, checkpoints)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""LOVE accuracy on real, low-dimensional data with fitted hyperparameters (issue 4 item 6).
+"""LOVE accuracy on real, low-dimensional data with fitted hyperparameters.
 
 Data: the concrete compressive-strength set (UCI, shipped as package data), split 0,
 restricted to three inputs (cement, blast-furnace slag, fly ash: d = 3). The RBF-ARD
 hyperparameters and the noise are fitted by maximising the exact marginal likelihood,
 so the accuracy claim is checked at the hyperparameters a user would get, not at
 hand-picked ones. SMAE is the LOVE paper's: mean |var_love − var_exact| / Var(y_test).
-Higher-dimensional data need far more rank (DESIGN §7; docs/benchmarks.md has the
-SMAE-vs-rank table).
+Higher-dimensional data need far more rank (docs/benchmarks.md has the SMAE-vs-rank
+table).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pnsolve as pn
 pytestmark = pytest.mark.slow
 
 F64 = torch.float64
-SMAE_TARGET = 1e-4  # DESIGN §7 / issue 4: SMAE ≤ 1e-4 at rank ≤ 100 on data with d ≤ 3
+SMAE_TARGET = 1e-4  # the accuracy target: SMAE ≤ 1e-4 at rank ≤ 100 on data with d ≤ 3
 COLUMNS = [0, 1, 2]  # cement, blast-furnace slag, fly ash
 
 

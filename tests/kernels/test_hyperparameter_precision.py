@@ -1,4 +1,4 @@
-"""Hyperparameters given as Python floats are exact in float64 (issue 12 item 2).
+"""Hyperparameters given as Python floats are exact in float64.
 
 They are stored in float64 whatever torch's default dtype, so with float64 data the
 kernel matrix, its matrix-free products and an exact GP posterior equal the closed-form

@@ -1,4 +1,4 @@
-"""Input conversion at every front door (issue 12 item 3).
+"""Input conversion at every front door.
 
 Complex inputs were cast to real and the solve "converged" on the wrong system;
 symmetric torch sparse matrices were refused as non-symmetric; NaN/Inf in ``A`` read

@@ -1,4 +1,4 @@
-"""MCMC diagnostics (issue 15 item 3): PSRF, split-R̂, bulk ESS, summary.
+"""MCMC diagnostics: PSRF, split-R̂, bulk ESS, summary.
 
 * Deterministic: the PSRF against a hand computation (coda's ``gelman.diag`` formulas)
   on a 3 × 4 array, identical chains (``√((n−1)/n)``), chains with different means.

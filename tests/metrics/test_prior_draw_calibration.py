@@ -1,4 +1,4 @@
-"""Public calibration statistics of GP posteriors on prior draws (issue 14 item 4)."""
+"""Public calibration statistics of GP posteriors on prior draws."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The seed-003 benchmark script (benchmarks/bench_training.py) runs end to end at tiny
-sizes, in parallel processes, and reuses saved units without rerunning them."""
+"""The benchmark script for Lin et al. (2024), benchmarks/bench_training.py, runs end to
+end at tiny sizes, in parallel processes, and reuses saved units without rerunning them."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ SAMPLERS = ("sgld", "mh")
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """Settings shared by every chain (defaults: seed 000, §5.1).
+    """Settings shared by every chain (defaults: Filippone & Engler 2015, §5.1).
 
     Attributes
     ----------
@@ -29,17 +29,17 @@ class ChainConfig:
     step_start, step_end
         SGLD's schedule ``ε_t = a (b + t)⁻¹`` (1e-1 → 1e-4).
     freeze_threshold, variance_batch
-        Eq. 7 freezing (0.002, batches of 100 gradients).
+        The paper's eq. 7 freezing (0.002, batches of 100 gradients).
     num_probes, redraw_every, alpha, beta
         The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
-        defaults to ``0.1 √n``, the seed's smaller threshold (its Fig. 3): with the
-        seed's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
+        defaults to ``0.1 √n``, the paper's smaller threshold (its Fig. 3): with the
+        paper's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
         that four chains did not agree (PSRF 5–25). These defaults leave the sds
         20–70 % wider than MH's; ``num_probes=16, alpha=0.01 * n ** 0.5`` gives MH's
         spread for ~4 × the products per step (docs/sgld.md §5.1).
     burn_in
         MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
-        the seed's 10 000 of 50 000).
+        the paper's 10 000 of 50 000).
     subset
         Points of the MAP/Laplace fit that sets ``M`` and the starting points (500).
     checkpoint_every

@@ -91,7 +91,7 @@ def sample_hyperparameters(
     progress: Callable[[int], object] | None = None,
     until: int | None = None,
 ) -> HyperSamples:
-    """Run ``chains`` chains of SGLD (or MH) on ``p(θ | y, X)`` (seed 000, §5).
+    """Run ``chains`` chains of SGLD (or MH) on ``p(θ | y, X)`` (Filippone & Engler 2015, §5).
 
     The chains start from ``N(MAP, M)`` of a Laplace fit on a random subset (dispersed
     enough for the PSRF), use ``M`` as SGLD's preconditioner (MH's proposal
@@ -112,8 +112,9 @@ def sample_hyperparameters(
     generator
         The only source of randomness (subset, starting points, chain seeds).
     params
-        The model (default: the seed's ``σ exp(−τ‖x − x'‖²) + λδ`` with Gamma(1, 1)
-        priors, starting at outputscale 1, lengthscale 1, noise 0.1).
+        The model (default: the paper's ``σ exp(−τ‖x − x'‖²) + λδ``, parametrization
+        ``"log_tau"``, with Gamma(1, 1) priors, starting at outputscale 1, lengthscale 1,
+        noise 0.1).
     processes
         Worker processes (default ``min(chains, cpu count)``), each with one torch
         thread. ``processes=1`` runs the chains in this process (no spawning); several
@@ -149,7 +150,7 @@ def sample_hyperparameters(
     if stop > config.iterations:
         raise ValueError(f"until must be at most config.iterations={config.iterations}, got {stop}")
     if params is None:
-        params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="seed")
+        params = LogHyperparameters(RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     # the fit moves the kernel's parameters in place and starts from their values: work
     # on a copy, so the caller's model is left as it was and a second call is the same
     params = copy.deepcopy(params)

@@ -83,6 +83,6 @@ class DenseSurrogate:
         self._r2 = self._profile = None
         out = theta.new_zeros(self.params.dim, dtype=torch.float64)
         out[0], out[1], out[-1] = d_log_sigma, d_log_ell, d_log_noise
-        if self.params.parametrization == "seed":
+        if self.params.parametrization == "log_tau":
             out[1] = -0.5 * out[1]  # log τ = −log 2 − 2 log ℓ
         return out

@@ -21,8 +21,9 @@ def exact_log_marginal(
     *,
     grad: bool = False,
 ) -> tuple[float, torch.Tensor | None]:
-    """``log p(y | X, θ)`` (eq. 4) by Cholesky, and optionally its gradient in ``θ``.
+    """``log p(y | X, θ)`` by Cholesky, and optionally its gradient in ``θ``.
 
+    Eq. 4 of Filippone & Engler (2015):
     ``log p = −½ yᵀ K̂⁻¹ y − ½ log |K̂| − (n/2) log 2π`` with ``K̂ = K(θ) + λ I``. Dense:
     ``O(n³)`` time, ``O(n²)`` memory — the reference for the stochastic gradients, the
     Metropolis–Hastings sampler and the MAP on a subset.

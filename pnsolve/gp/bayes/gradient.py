@@ -1,4 +1,7 @@
-"""Stochastic gradients of the log marginal likelihood in log space (seed 000, eqs. 8–9)."""
+"""Stochastic gradients of the log marginal likelihood in log space.
+
+Eqs. 8–9 of Filippone & Engler (2015).
+"""
 
 from __future__ import annotations
 
@@ -84,14 +87,14 @@ class LogMarginalGradient:
         Draws the probes and the roulette (required except for ``"exact"``); any device
         (drawn there, moved to ``X``'s).
     num_probes
-        ``Nr`` (seed: 4).
+        ``Nr`` (the paper's: 4).
     redraw_every
-        Calls between probe redraws (seed: 20).
+        Calls between probe redraws (the paper's: 20).
     alpha
-        Early threshold on the residual norm, absolute as in the seed (default ``√n``:
+        Early threshold on the residual norm, absolute as in the paper (default ``√n``:
         ``q = 1`` for standardised targets and Rademacher probes, ``‖r‖ = √n``).
     beta
-        Roulette rate ``β`` (seed: 1).
+        Roulette rate ``β`` (the paper's: 1).
     maxiter
         CG steps at most per solve (default ``10 n``); a ULISSE estimate cut by it is
         biased and raises ``ArithmeticError``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -16,8 +17,12 @@ from .priors import GammaPrior, LogPrior
 __all__ = ["PARAMETRIZATIONS", "LogHyperparameters"]
 
 #: ``"log"``: θ = (log outputscale, log lengthscale(s), log noise);
-#: ``"seed"``: the seed's eq. 1, θ = (log σ, log τ, log λ) for σ exp(−τ‖x − x'‖²) + λδ.
-PARAMETRIZATIONS = ("log", "seed")
+#: ``"log_tau"``: θ = (log σ, log τ, log λ) for σ exp(−τ‖x − x'‖²) + λδ, the covariance of
+#: Filippone & Engler (2015), eq. 1.
+PARAMETRIZATIONS = ("log", "log_tau")
+
+#: Old parametrization names, still accepted with a ``DeprecationWarning``.
+_DEPRECATED_PARAMETRIZATIONS = {"seed": "log_tau"}
 
 
 class LogHyperparameters:
@@ -35,10 +40,11 @@ class LogHyperparameters:
         Noise variance ``λ > 0`` of the starting point.
     parametrization
         ``"log"`` (default): ``θ = (log outputscale, log lengthscale_1, …, log
-        lengthscale_d, log noise)`` (one lengthscale unless ARD). ``"seed"``: the
+        lengthscale_d, log noise)`` (one lengthscale unless ARD). ``"log_tau"``: the
         covariance of Filippone & Engler (2015), eq. 1,
         ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ``, ``θ = (log σ, log τ, log λ)``; an
-        isotropic :class:`~pnsolve.kernels.RBF` with ``τ = 1 / (2 ℓ²)``.
+        isotropic :class:`~pnsolve.kernels.RBF` with ``τ = 1 / (2 ℓ²)``. The old name
+        ``"seed"`` for ``"log_tau"`` still works but emits a ``DeprecationWarning``.
     priors
         One :class:`LogPrior` per entry of ``θ`` (default ``GammaPrior(1, 1)`` each), or
         a single prior used for every entry.
@@ -68,13 +74,22 @@ class LogHyperparameters:
     ) -> None:
         kernel = check_stationary_kernel(kernel, "LogHyperparameters")
         self.noise0 = check_noise(noise)
+        if parametrization in _DEPRECATED_PARAMETRIZATIONS:
+            new = _DEPRECATED_PARAMETRIZATIONS[parametrization]
+            warnings.warn(
+                f"parametrization={parametrization!r} is deprecated; use "
+                f"parametrization={new!r} (the same model)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            parametrization = new
         if parametrization not in PARAMETRIZATIONS:
             raise ValueError(
                 f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}"
             )
-        if parametrization == "seed" and (type(kernel) is not RBF or kernel.ard_dims):
+        if parametrization == "log_tau" and (type(kernel) is not RBF or kernel.ard_dims):
             raise ValueError(
-                "parametrization='seed' (σ exp(−τ‖x − x'‖²) + λδ) needs an isotropic "
+                "parametrization='log_tau' (σ exp(−τ‖x − x'‖²) + λδ) needs an isotropic "
                 f"pnsolve.kernels.RBF, got {kernel!r}"
             )
         self.parametrization = parametrization
@@ -82,7 +97,7 @@ class LogHyperparameters:
         for p in self.kernel.parameters():
             p.requires_grad_(True)
         ls = self.kernel.ard_dims or 1
-        if parametrization == "seed":
+        if parametrization == "log_tau":
             self.names: tuple[str, ...] = ("log_sigma", "log_tau", "log_lambda")
         elif ls == 1:
             self.names = ("log_outputscale", "log_lengthscale", "log_noise")
@@ -102,7 +117,7 @@ class LogHyperparameters:
         with torch.no_grad():
             log_os = torch.log(self.kernel.outputscale).reshape(1)
             log_ls = torch.log(self.kernel.lengthscale).reshape(-1)
-            if self.parametrization == "seed":
+            if self.parametrization == "log_tau":
                 log_ls = -math.log(2.0) - 2.0 * log_ls  # log τ = −log 2 − 2 log ℓ
             log_noise = log_os.new_full((1,), math.log(self.noise0), dtype=torch.float64)
             return torch.cat([log_os.double(), log_ls.double(), log_noise])
@@ -127,7 +142,7 @@ class LogHyperparameters:
     def lengthscale(self, theta: torch.Tensor) -> torch.Tensor:
         """Lengthscale(s) ``ℓ`` at ``θ``: shape ``()`` or ``(d,)``."""
         u = theta[1 : 1 + self._lengthscales]
-        if self.parametrization == "seed":
+        if self.parametrization == "log_tau":
             u = -0.5 * (u + math.log(2.0))  # ℓ = (2τ)^(−1/2)
         return torch.exp(u).reshape(()) if self._lengthscales == 1 else torch.exp(u)
 
@@ -158,7 +173,7 @@ class LogHyperparameters:
         """``∂S/∂θ`` from the kernel's raw-parameter ``.grad`` and ``∂S/∂λ``.
 
         With ``φ = softplus(raw)``: ``∂S/∂ log φ = (∂S/∂raw) · φ / sigmoid(raw)``; for the
-        seed parametrization ``∂S/∂ log τ = −½ ∂S/∂ log ℓ``.
+        ``"log_tau"`` parametrization ``∂S/∂ log τ = −½ ∂S/∂ log ℓ``.
 
         Parameters
         ----------
@@ -182,7 +197,7 @@ class LogHyperparameters:
             value = torch.nn.functional.softplus(raw.detach())
             part = g.detach() * value / torch.sigmoid(raw.detach())
             out[sl] = part.reshape(-1).to(out)
-        if self.parametrization == "seed":
+        if self.parametrization == "log_tau":
             out[1] = -0.5 * out[1]
         out[-1] = noise_grad * self.noise_at(theta)
         return out

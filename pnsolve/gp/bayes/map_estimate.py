@@ -102,12 +102,13 @@ def laplace_preconditioner(
     generator: torch.Generator,
     theta0: torch.Tensor | None = None,
 ) -> LaplaceFit:
-    """MAP on a random subset and the inverse negative Hessian there (seed 000 §5.1).
+    """MAP on a random subset and the inverse negative Hessian there.
 
-    The seed sets SGLD's preconditioner to the inverse of the negative Hessian of the
-    log posterior at its mode "computed on a subset of five hundred input vectors, as
-    this is a cheap way to obtain a rough idea of the covariance structure". The MAP is
-    found by L-BFGS on the exact (Cholesky) log posterior of the subset; the Hessian by
+    Filippone & Engler (2015), §5.1, set SGLD's preconditioner to the inverse of the
+    negative Hessian of the log posterior at its mode "computed on a subset of five
+    hundred input vectors, as this is a cheap way to obtain a rough idea of the
+    covariance structure". The MAP is found by L-BFGS on the exact (Cholesky) log
+    posterior of the subset; the Hessian by
     central differences of its exact gradient (``p`` is small), symmetrised.
 
     Parameters
@@ -117,7 +118,7 @@ def laplace_preconditioner(
     X, y
         All inputs ``(n, d)`` and targets ``(n,)``.
     subset
-        Subset size ``m`` (seed: 500; all points if ``n ≤ m``).
+        Subset size ``m`` (Filippone & Engler 2015: 500; all points if ``n ≤ m``).
     generator
         Draws the subset.
     theta0

@@ -1,4 +1,7 @@
-"""Random-walk Metropolis–Hastings: the exact-likelihood reference sampler (seed 000 §5.1)."""
+"""Random-walk Metropolis–Hastings: the exact-likelihood reference sampler.
+
+As in Filippone & Engler (2015), §5.1.
+"""
 
 from __future__ import annotations
 
@@ -51,13 +54,13 @@ class MHState:
 
 
 class MetropolisHastings:
-    """Random-walk Metropolis–Hastings on a log density (the reference of seed 000).
+    """Random-walk Metropolis–Hastings on a log density (the reference of Filippone & Engler 2015).
 
     Proposals ``θ' = θ + s L z`` with ``z ~ N(0, I)`` and ``L Lᵀ = Σ`` (e.g. the Laplace
     covariance ``M``), accepted with probability ``min(1, p(θ')/p(θ))``. During the
     first ``adapt`` iterations, the ``k``-th window of ``adapt_every`` steps multiplies
     the scale ``s`` by ``exp(4 (rate − centre) / √k)`` (a Robbins–Monro step towards
-    the centre of ``acceptance_range``, seed: 0.2–0.4); afterwards ``s`` is fixed, so
+    the centre of ``acceptance_range``, the paper's: 0.2–0.4); afterwards ``s`` is fixed, so
     the chain is a valid MH chain and its draws after ``burn_in`` (≥ ``adapt``) are
     the samples.
 

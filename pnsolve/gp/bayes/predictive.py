@@ -1,4 +1,4 @@
-"""Posterior predictive averaged over hyperparameter samples (seed 000, eqs. 2–3)."""
+"""Posterior predictive averaged over hyperparameter samples (Filippone & Engler 2015, eqs. 2–3)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def mixture_predictive(
     iterations: int = 200,
     rtol: float = 1e-6,
 ) -> MixturePredictive:
-    """The Monte Carlo predictive of eq. 3 over hyperparameter samples.
+    """The Monte Carlo predictive of Filippone & Engler (2015), eq. 3, over hyperparameter samples.
 
     Parameters
     ----------

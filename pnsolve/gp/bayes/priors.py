@@ -29,7 +29,7 @@ class LogPrior(abc.ABC):
 class GammaPrior(LogPrior):
     """``φ ~ Gamma(shape a, rate b)``: on ``u = log φ``, ``log p(u) = a u − b e^u + const``.
 
-    The seed paper (Filippone & Engler 2015, Fig. 1) puts a Gamma prior on each
+    Filippone & Engler (2015), Fig. 1, put a Gamma prior on each
     covariance parameter; the default ``Gamma(1, 1)`` (an exponential with mean 1) is
     vague on standardised data. The log-space density is log-concave for every
     ``a, b > 0`` (its second derivative is ``−b e^u``).

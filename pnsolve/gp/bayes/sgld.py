@@ -1,4 +1,7 @@
-"""Preconditioned stochastic gradient Langevin dynamics (Welling & Teh 2011; seed 000 §2.1)."""
+"""Preconditioned stochastic gradient Langevin dynamics.
+
+Welling & Teh (2011), as used by Filippone & Engler (2015), §2.1.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +27,12 @@ def step_schedule(
     Parameters
     ----------
     start, end
-        ``ε_0 > ε_{T−1} > 0`` (seed: 1e-1 and 1e-4).
+        ``ε_0 > ε_{T−1} > 0`` (Filippone & Engler 2015 use 1e-1 and 1e-4).
     iterations
         ``T ≥ 2``.
     gamma
-        Decay exponent ``γ ∈ (0.5, 1]`` (seed: 1), so that ``Σ ε_t = ∞`` and
-        ``Σ ε_t² < ∞`` (eq. 6).
+        Decay exponent ``γ ∈ (0.5, 1]`` (the paper's: 1), so that ``Σ ε_t = ∞`` and
+        ``Σ ε_t² < ∞`` (the paper's eq. 6).
     """
     if not (0 < end < start < math.inf):
         raise ValueError(f"step sizes must satisfy 0 < end < start, got start={start}, end={end}")
@@ -53,7 +56,8 @@ class SGLDResult:
         ``ε_t`` used at each iteration, shape ``(T,)``.
     frozen_at
         Iteration at which the step size was frozen (the Langevin phase began), or
-        ``None`` if the ratio of eq. 7 never fell below the threshold.
+        ``None`` if the ratio of Filippone & Engler (2015), eq. 7, never fell below the
+        threshold.
     ratios
         ``(t, (ε_t/4) λmax(M^½ V M^½))`` at every check (every ``variance_batch``
         iterations).
@@ -94,7 +98,7 @@ class SGLDState:
     frozen, frozen_at
         The frozen step size and the step count when it froze (``None`` before).
     batch
-        Gradient estimates since the last check of eq. 7.
+        Gradient estimates since the last check of the freezing ratio.
     ratios
         ``(t, ratio)`` at every check.
     products
@@ -128,12 +132,13 @@ class SGLD:
     """Preconditioned SGLD for ``p(θ | y) ∝ p(y | θ) p(θ)`` with unbiased gradient estimates.
 
     ``θ_{t+1} = θ_t + (ε_t/2) M (g̃(θ_t) + ∇ log p(θ_t)) + η_t``, ``η_t ~ N(0, ε_t M)``
-    (eq. 5), with ``ε_t = a (b + t)^(−γ)`` decreasing from ``step_start`` to
-    ``step_end`` over the run. Every ``variance_batch`` iterations the sampling
-    covariance ``V`` of the last batch of gradient estimates gives the ratio of the
-    gradient noise to the injected noise, ``(ε_t/4) λmax(M^½ V M^½)`` (eq. 7); once it
-    falls below ``freeze_threshold`` the step size is frozen (seed: 0.002) and the
-    chain is taken to be in its Langevin phase: later iterates are the samples.
+    (Filippone & Engler 2015, eq. 5), with ``ε_t = a (b + t)^(−γ)`` decreasing from
+    ``step_start`` to ``step_end`` over the run. Every ``variance_batch`` iterations the
+    sampling covariance ``V`` of the last batch of gradient estimates gives the ratio of
+    the gradient noise to the injected noise, ``(ε_t/4) λmax(M^½ V M^½)`` (the paper's
+    eq. 7); once it falls below ``freeze_threshold`` the step size is frozen (the
+    paper's threshold: 0.002) and the chain is taken to be in its Langevin phase: later
+    iterates are the samples.
 
     Parameters
     ----------
@@ -144,15 +149,15 @@ class SGLD:
     log_prior_grad
         ``∇ log p(θ)``, e.g. ``LogHyperparameters.log_prior_grad``.
     M
-        Preconditioner, SPD ``(p, p)`` (seed: the inverse negative Hessian of the log
+        Preconditioner, SPD ``(p, p)`` (the paper's: the inverse negative Hessian of the log
         posterior at the MAP of a subset, :func:`~pnsolve.gp.bayes.laplace_preconditioner`).
     step_start, step_end, gamma
-        The schedule (seed: 1e-1 → 1e-4, γ = 1).
+        The schedule (the paper's: 1e-1 → 1e-4, γ = 1).
     freeze_threshold
-        Freeze ``ε_t`` once the ratio of eq. 7 is below it (seed: 0.002); ``0`` never
+        Freeze ``ε_t`` once the ratio of eq. 7 is below it (the paper's: 0.002); ``0`` never
         freezes (plain decreasing-step SGLD).
     variance_batch
-        Gradients per estimate of ``V`` (seed: 100).
+        Gradients per estimate of ``V`` (the paper's: 100).
 
     Notes
     -----
@@ -285,7 +290,7 @@ class SGLD:
         Parameters
         ----------
         theta0
-            Starting point (seed: a draw from ``N(MAP, M)``).
+            Starting point (Filippone & Engler 2015: a draw from ``N(MAP, M)``).
         iterations
             ``T ≥ 2``.
         generator

@@ -1,4 +1,4 @@
-"""Gradients of the log marginal likelihood in log space (seed 000, eqs. 8–9)."""
+"""Gradients of the log marginal likelihood in log space (Filippone & Engler 2015, eqs. 8–9)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ N = 60
 def _clustered(n: int = N, seed: int = 0):
     """Inputs at 3 distinct locations: K has rank 3, K̂ = K + λI has 4 distinct
     eigenvalues, so CG terminates after at most 4 steps and ULISSE's variance is small
-    (DESIGN §5: test unbiasedness where CG terminates early)."""
+    (unbiasedness is tested where CG terminates early)."""
     g = torch.Generator().manual_seed(seed)
     centres = torch.rand(3, 2, generator=g, dtype=F64)
     X = centres[torch.arange(n) % 3]
@@ -33,7 +33,7 @@ def _clustered(n: int = N, seed: int = 0):
     return X, y
 
 
-def _params(parametrization="seed"):
+def _params(parametrization="log_tau"):
     kernel = pn.kernels.RBF(lengthscale=0.3, outputscale=1.0)
     return LogHyperparameters(kernel, 0.5, parametrization=parametrization)
 
@@ -65,9 +65,9 @@ def test_exact_gradient_matches_central_differences(kernel):
         assert abs(float(grad[i]) - fd) <= math.sqrt(rtol_for(F64)) * (1 + abs(fd))
 
 
-def test_seed_parametrization_is_the_seed_covariance():
+def test_log_tau_parametrization_is_the_papers_covariance():
     X, y = _clustered()
-    params = _params("seed")
+    params = _params("log_tau")
     theta = torch.tensor([0.1, -0.3, -1.0], dtype=F64)
     s, t, lam = theta.exp()
     K = s * torch.exp(-t * torch.cdist(X, X) ** 2) + lam * torch.eye(N, dtype=F64)
@@ -75,6 +75,18 @@ def test_seed_parametrization_is_the_seed_covariance():
     value, _ = exact_log_marginal(params, X, y, theta)
     assert value == pytest.approx(float(ref), rel=rtol_for(F64))
     assert params.names == ("log_sigma", "log_tau", "log_lambda")
+
+
+def test_old_parametrization_name_seed_still_works_and_warns():
+    X, y = _clustered()
+    with pytest.warns(DeprecationWarning, match="'log_tau'"):
+        old = _params("seed")
+    new = _params("log_tau")
+    assert old.parametrization == "log_tau"
+    assert old.names == new.names
+    theta = torch.tensor([0.1, -0.3, -1.0], dtype=F64)
+    assert torch.equal(old.initial(), new.initial())
+    assert exact_log_marginal(old, X, y, theta)[0] == exact_log_marginal(new, X, y, theta)[0]
 
 
 def _estimates(
@@ -179,7 +191,7 @@ def test_truncated_cg_takes_a_step_per_column_and_counts_its_products(monkeypatc
 @pytest.mark.parametrize(
     ("kernel", "parametrization"),
     [
-        (pn.kernels.RBF(lengthscale=0.7), "seed"),
+        (pn.kernels.RBF(lengthscale=0.7), "log_tau"),
         (pn.kernels.RBF(lengthscale=0.7), "log"),
         (pn.kernels.Matern(nu=1.5, lengthscale=0.7), "log"),
         (pn.kernels.Matern(nu=2.5, lengthscale=0.7), "log"),

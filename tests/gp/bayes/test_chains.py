@@ -28,7 +28,7 @@ def _data(n: int = 80):
 
 def _job(config: ChainConfig, checkpoint=None):
     X, y = _data()
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     fit = laplace_preconditioner(
         params, X, y, subset=60, generator=torch.Generator().manual_seed(0)
     )
@@ -155,7 +155,7 @@ def test_worker_processes_reproduce_the_in_process_chains(sampler):
     call start from where the first left the kernel): two workers reproduce the
     in-process chains bit for bit, and the caller's kernel is left untouched."""
     X, y = _data(120)
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="seed")
+    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
     before = [p.detach().clone() for p in params.kernel.parameters()]
     config = ChainConfig(sampler=sampler, iterations=150, subset=80, variance_batch=50)
     runs = [

@@ -1,4 +1,5 @@
-"""The posterior predictive over hyperparameter samples (eqs. 2–3) and type-II ML."""
+"""The posterior predictive over hyperparameter samples (Filippone & Engler 2015, eqs. 2–3)
+and type-II ML."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _data(n=60, t=15, seed=0):
 
 
 def _params():
-    return LogHyperparameters(pn.kernels.RBF(lengthscale=0.5), 0.05, parametrization="seed")
+    return LogHyperparameters(pn.kernels.RBF(lengthscale=0.5), 0.05, parametrization="log_tau")
 
 
 def test_one_sample_is_the_gp_predictive_with_noise():
