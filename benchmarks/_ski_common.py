@@ -87,7 +87,7 @@ def exact_ski_var(
 
 
 def stopping() -> Any:
-    return pn.stopping.Any(
+    return pn.stopping.AnyOf(
         pn.stopping.ResidualNorm(rtol=CG_RTOL), pn.stopping.MaxIterations(CG_MAXITER)
     )
 

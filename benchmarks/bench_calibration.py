@@ -158,9 +158,9 @@ def methods() -> list[Method]:
         Method("UnitVector(random)", "policy", lambda p, i: P.UnitVector("random")),
         Method("UnitVector(schur)", "policy", lambda p, i: P.UnitVector("schur")),
         Method("Lanczos(random)", "policy", lambda p, i: P.Lanczos(start="random")),
-        Method("PivotedCholesky", "policy", lambda p, i: P.PivotedCholesky()),
+        Method("PivotedCholesky", "policy", lambda p, i: P.PivotedCholeskyActions()),
         Method("GaussSeidel (sym)", "affine", lambda p, i: It.GaussSeidel(sweeps(i, 2))),
-        Method("Jacobi", "affine", lambda p, i: It.Jacobi(sweeps(i, 1, LANCZOS))),
+        Method("Jacobi", "affine", lambda p, i: It.JacobiIteration(sweeps(i, 1, LANCZOS))),
         Method(
             "Chebyshev", "affine", lambda p, i: It.Chebyshev(sweeps(i, 1, LANCZOS), lower=p.noise)
         ),

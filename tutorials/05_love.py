@@ -310,7 +310,7 @@ for name in models:
 # iterations on `K̂ x = b` gives the same belief — Lanczos and CG explore the same
 # Krylov space. We check this on the three-input view (`gp.A` is the model's `K̂` as an
 # operator, `.to_dense()` forms the `n × n` matrices, fine at this size). That is why
-# LOVE's posterior is computed by the same function as IterGP's (`belief_posterior`,
+# LOVE's posterior is the same projection of a belief as IterGP's (`project_belief`,
 # with the cache's root `R` in place of the solver's), and why `cache.buffer()` can
 # hand the Lanczos vectors to a solver as a `KrylovBuffer` (actions `Q`, images `K̂ Q`).
 

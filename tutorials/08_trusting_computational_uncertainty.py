@@ -66,7 +66,7 @@ policies = {
     "CG": pn.policies.CG(),
     "Random": pn.policies.Random(),
     "Lanczos(random start)": pn.policies.Lanczos(start="random"),
-    "PivotedCholesky": pn.policies.PivotedCholesky(),
+    "PivotedCholesky": pn.policies.PivotedCholeskyActions(),
 }
 for label, policy in policies.items():
     print(f"{label:22s} adaptive = {policy.adaptive}")
@@ -344,7 +344,7 @@ for budget in (budgets[0], budgets[1]):
 #   Gauss–Seidel sweeps (`GaussSeidel(sweeps=m, symmetric=False)`: the most accurate
 #   calibrated mean per pass in these measurements, but its variance costs about as
 #   much as the fit again per batch of test points) or IterGP with a non-adaptive
-#   policy: `PivotedCholesky()` or `Lanczos(start="random")` (nearly free variance).
+#   policy: `PivotedCholeskyActions()` or `Lanczos(start="random")` (nearly free variance).
 #   `posterior.calibrated` tells you which case you are in.
 # * **CG's computational variance is not an error bar.** CG gives by far the most
 #   accurate mean for the money past the first few iterations; report its mean, and

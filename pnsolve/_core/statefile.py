@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,13 @@ import torch
 
 __all__ = [
     "DigestCache",
+    "identity_mismatch",
     "load_state",
     "load_verified",
     "read_raw",
     "save_state",
     "tensor_digest",
+    "write_checksummed",
 ]
 
 
@@ -86,20 +89,50 @@ def save_state(path: str | os.PathLike, kind: str, tag: str, payload: dict[str, 
     """
     if not kind.isidentifier():
         raise ValueError(f"kind must be one word, got {kind!r}")
+    write_checksummed(path, [_MAGIC, _FORMAT, kind.encode()], {"tag": tag, "payload": payload})
+
+
+def write_checksummed(path: str | os.PathLike, header: list[bytes], state: object) -> None:
+    """Write ``torch.save(state)`` after the header line ``<header words> <sha256>``, atomically.
+
+    The digest covers every byte after the header line. The file is written to a
+    temporary name next to ``path``, flushed to disk and renamed over ``path``, so a
+    crash leaves the old file or the new one, never half of one. The folder is created.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
-    torch.save({"tag": tag, "payload": payload}, buffer)
+    torch.save(state, buffer)
     body = buffer.getvalue()
     digest = hashlib.sha256(body).hexdigest().encode()
-    header = b" ".join([_MAGIC, _FORMAT, kind.encode(), digest]) + b"\n"
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
-        fh.write(header)
+        fh.write(b" ".join([*header, digest]) + b"\n")
         fh.write(body)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def identity_mismatch(
+    saved: Mapping[str, object], current: Mapping[str, object], digests: Mapping[str, str]
+) -> str | None:
+    """``None`` if two run identities agree, else a one-line list of what differs.
+
+    Keys in ``digests`` hold digests (of data, of a generator's state): a difference is
+    reported with the explanation ``digests[key]`` instead of the values; they come last.
+    A key present on one side only counts as ``"<absent>"`` on the other.
+    """
+    diffs = []
+    for key in sorted(set(saved) | set(current), key=lambda k: (k in digests, k)):
+        old, new = saved.get(key, "<absent>"), current.get(key, "<absent>")
+        if old == new:
+            continue
+        if key in digests:
+            diffs.append(f"{key} ({digests[key]})")
+        else:
+            diffs.append(f"{key} (checkpoint: {old!r}, this run: {new!r})")
+    return "; ".join(diffs) if diffs else None
 
 
 def load_state(path: str | os.PathLike, kind: str, tag: str) -> dict[str, Any]:

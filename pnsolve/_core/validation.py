@@ -1,18 +1,33 @@
-"""Argument checks shared across pnsolve; each error names the offending argument."""
+"""Argument checks shared across pnsolve; each error names the offending argument.
+
+One convention: ``TypeError`` for a wrong type (a non-tensor where a tensor belongs, a
+string or a ``bool`` where a number belongs, an integer tensor where a floating one
+does), ``ValueError`` for a wrong value (shape, range, NaN/Inf, an unknown option, a
+device mismatch). Shape errors show the shape they got.
+"""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
 __all__ = [
     "SUPPORTED_DTYPES",
     "check_binary_labels",
+    "check_bool",
+    "check_choice",
     "check_class_labels",
     "check_counts",
     "check_finite",
     "check_generator",
+    "check_int",
+    "check_nonnegative_number",
+    "check_optional_positive_int",
     "check_positive_int",
+    "check_positive_number",
     "check_real_dtype",
+    "check_real_scalar",
     "check_real_targets",
     "check_same_device",
     "check_same_dtype",
@@ -110,16 +125,95 @@ def require_generator(
     return generator
 
 
-def check_positive_int(value: object, name: str, *, type_name: bool = False) -> int:
-    """Require an int ``≥ 1`` (bools refused).
+def check_int(value: object, name: str, *, minimum: int, type_name: bool = False) -> int:
+    """Require an int ``≥ minimum`` (bools refused: ``True`` is no count).
 
-    The ``TypeError`` shows the value's repr, or with ``type_name`` its type's name.
+    ``TypeError`` for a non-int (showing the value's repr, or with ``type_name`` its
+    type's name), ``ValueError`` below ``minimum``.
     """
     if isinstance(value, bool) or not isinstance(value, int):
         got = type(value).__name__ if type_name else repr(value)
         raise TypeError(f"{name} must be an int, got {got}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_positive_int(value: object, name: str, *, type_name: bool = False) -> int:
+    """Require an int ``≥ 1`` (bools refused); see :func:`check_int`."""
+    return check_int(value, name, minimum=1, type_name=type_name)
+
+
+def check_optional_positive_int(value: object, name: str) -> int | None:
+    """``None``, or an int ``≥ 1`` (:func:`check_positive_int`)."""
+    return None if value is None else check_positive_int(value, name)
+
+
+def check_real_scalar(value: object, name: str) -> float:
+    """The value of a real number or a 0-d floating tensor, as a float (may be NaN/Inf).
+
+    Raises
+    ------
+    TypeError
+        A ``bool``, a string, ``None``, an integer or complex tensor, anything else.
+    ValueError
+        A tensor that is not 0-d (the message shows its shape).
+    """
+    if isinstance(value, torch.Tensor):
+        if value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar (0-d), got shape {tuple(value.shape)}")
+        if not value.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor, got dtype {value.dtype}")
+        return float(value.detach())
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def check_positive_number(
+    value: object, name: str, *, what: str = "number", tensor: bool = False
+) -> float:
+    """A finite number ``> 0`` (with ``tensor``, also a 0-d floating tensor); its value.
+
+    ``TypeError`` for a wrong type (see :func:`check_real_scalar`; a tensor unless
+    ``tensor``), ``ValueError`` for zero, negative, NaN or infinite values ("``name``
+    must be a positive finite ``what``").
+    """
+    if isinstance(value, torch.Tensor) and not tensor:
+        raise TypeError(f"{name} must be a real number, got Tensor (use a Python float)")
+    x = check_real_scalar(value, name)
+    if not (x > 0 and math.isfinite(x)):
+        raise ValueError(f"{name} must be a positive finite {what}, got {value!r}")
+    return x
+
+
+def check_nonnegative_number(value: object, name: str) -> float:
+    """A real number ``≥ 0`` (``inf`` allowed, NaN refused); its value as a float."""
+    if isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a real number, got Tensor (use a Python float)")
+    x = check_real_scalar(value, name)
+    if not x >= 0:
+        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    return x
+
+
+def check_bool(value: object, name: str) -> bool:
+    """Require a ``bool`` (``TypeError`` naming ``name`` otherwise; ``0``/``1`` refused)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_choice(value: object, name: str, choices: tuple[str, ...]) -> str:
+    """One of the option strings ``choices``.
+
+    ``TypeError`` for a non-string, ``ValueError`` for an unknown one (the message lists
+    the choices).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {choices} (a str), got {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     return value
 
 

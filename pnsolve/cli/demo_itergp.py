@@ -88,7 +88,7 @@ def _itergp_notes(rows: list[ItergpRow]) -> str:
         "residuals, so they depend on y, and conditioning on them is not exact Gaussian "
         "inference: the belief is not calibrated (over-confident early on, far too wide once "
         "CG has converged). Policies whose actions do not depend on y "
-        "(pn.policies.Lanczos(start='random'), PivotedCholesky, Random) and pn.gp.AffineGP "
+        "(pn.policies.Lanczos(start='random'), PivotedCholeskyActions, Random) and pn.gp.AffineGP "
         "give calibrated beliefs on data drawn from the GP prior (posterior.calibrated; "
         "docs/calibration.md)."
     )

@@ -4,7 +4,8 @@
 probabilistic solve), :func:`~pnsolve.gp.pathwise.sample_posterior` (pathwise posterior
 function samples from one batched solve), LOVE (:class:`LoveCache`, exact and
 iterative GPs' ``posterior(..., method="love")``: the belief posterior of the cache, as
-IterGP's is of its solve; posteriors are pure queries), :func:`fit_exact_hyperparameters`
+IterGP's is of its solve, returned as a :class:`LovePosterior`; posteriors are pure
+queries), :func:`fit_exact_hyperparameters`
 (type-II maximum likelihood by Cholesky, the reference fit), marginal-likelihood
 gradient estimators (:mod:`~pnsolve.gp.mll_estimators`: exact, standard, pathwise) and
 iterative hyperparameter training (:mod:`~pnsolve.gp.training`).
@@ -22,6 +23,7 @@ from .fit_state import FitChangedError, Provenance
 from .itergp import IterGP
 from .iterncgp import IterNCGP, LaplaceState, NewtonStep, NewtonStopReason
 from .love import LoveCache
+from .love_posterior import LovePosterior
 from .mll_estimators import (
     ExactEstimator,
     GradientEstimator,
@@ -47,6 +49,7 @@ __all__ = [
     "IterNCGP",
     "LaplaceState",
     "LoveCache",
+    "LovePosterior",
     "NewtonStep",
     "NewtonStopReason",
     "PathwiseEstimator",

@@ -1,4 +1,11 @@
-"""Argument checks shared by the GP models; errors name the argument.
+"""The argument checks of the GP layer (models, fits, posteriors, estimators, training).
+
+One module, one convention (that of :mod:`pnsolve._core.validation`, which it builds on
+and re-exports, and which the likelihoods share): ``TypeError`` for a wrong type (a
+non-tensor ``X``, a string or a ``bool`` where a number belongs, an integer tensor where
+a floating one does), ``ValueError`` for a wrong value (shape, range, NaN/Inf, an
+unknown option, a device mismatch). Every message names the argument; shape errors show
+the shape they got.
 
 The GP models take torch tensors or NumPy arrays, as :func:`pnsolve.cg` does: a NumPy
 array becomes a tensor (floating arrays keep their dtype, integer and boolean arrays
@@ -12,17 +19,46 @@ import math
 import numpy as np
 import torch
 
-from .._core.validation import check_finite, check_real_dtype
+from .._core.validation import (
+    check_bool,
+    check_choice,
+    check_finite,
+    check_generator,
+    check_int,
+    check_nonnegative_number,
+    check_optional_positive_int,
+    check_positive_int,
+    check_positive_number,
+    check_real_dtype,
+    check_real_scalar,
+    check_tensor,
+    require_generator,
+)
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
+from ..kernels.kernel_matrix import BACKENDS
 
 __all__ = [
     "as_tensor",
+    "check_backend",
+    "check_bool",
+    "check_choice",
+    "check_finite",
+    "check_generator",
     "check_inputs",
+    "check_int",
+    "check_mean",
     "check_model_kernel",
     "check_noise",
+    "check_nonnegative_number",
+    "check_optional_positive_int",
+    "check_positive_int",
+    "check_positive_number",
+    "check_solutions",
     "check_stationary_kernel",
     "check_targets",
+    "check_tensor",
+    "require_generator",
 ]
 
 
@@ -77,6 +113,17 @@ def as_tensor(
     return x
 
 
+def _check_like(x: torch.Tensor, name: str, like: torch.Tensor, other: str) -> None:
+    """``x``'s dtype (``TypeError``) and device (``ValueError``) those of ``like``."""
+    if x.dtype != like.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but {other} {like.dtype}; cast it (e.g. "
+            f"{name}.to({like.dtype}))"
+        )
+    if x.device != like.device:
+        raise ValueError(f"{name} is on device {x.device} but {other} on {like.device}")
+
+
 def check_inputs(
     X: object, name: str, d: int | None = None, like: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -96,12 +143,12 @@ def check_inputs(
     if not X.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
     if d is not None and X.shape[1] != d:
-        raise ValueError(f"{name} must have {d} columns like the training inputs, got {X.shape[1]}")
-    if like is not None and (X.dtype != like.dtype or X.device != like.device):
-        raise TypeError(
-            f"{name} has dtype {X.dtype} on {X.device}; the training inputs have "
-            f"{like.dtype} on {like.device}"
+        raise ValueError(
+            f"{name} must have {d} columns like the training inputs, got {X.shape[1]} "
+            f"(shape {tuple(X.shape)})"
         )
+    if like is not None:
+        _check_like(X, name, like, "the training inputs have")
     return check_finite(X, name)
 
 
@@ -113,15 +160,14 @@ def check_targets(y: object, X: torch.Tensor, name: str = "y") -> torch.Tensor:
     y = as_tensor(y, name, int_dtype=X.dtype, device=X.device)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"{name} must have shape ({X.shape[0]},) like X, got {tuple(y.shape)}")
-    if y.dtype != X.dtype or y.device != X.device:
-        raise TypeError(f"{name} has dtype {y.dtype} on {y.device}; X has {X.dtype} on {X.device}")
+    _check_like(y, name, X, "X has")
     return check_finite(y, name)
 
 
 def check_model_kernel(kernel: object) -> Kernel:
-    """Require a :class:`~pnsolve.kernels.Kernel` (the GP models' prior)."""
+    """Require a :class:`~pnsolve.kernels.Kernel` (the GP models' prior; stationary or SKI)."""
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"kernel must be a pnsolve kernel, got {type(kernel).__name__}")
+        raise TypeError(f"kernel must be a pnsolve.kernels.Kernel, got {type(kernel).__name__}")
     return kernel
 
 
@@ -133,7 +179,7 @@ def check_stationary_kernel(kernel: object, user: str) -> StationaryKernel:
     """
     if not isinstance(kernel, StationaryKernel):
         raise TypeError(
-            f"{user} needs a stationary kernel (pn.kernels.RBF or Matern), got "
+            f"kernel must be a stationary kernel (pn.kernels.RBF or Matern) for {user}, got "
             f"{type(kernel).__name__}; SKI kernels (GridInterpolation) work with ExactGP "
             "and IterGP"
         )
@@ -141,14 +187,38 @@ def check_stationary_kernel(kernel: object, user: str) -> StationaryKernel:
 
 
 def check_noise(noise: object) -> float | torch.Tensor:
-    """A positive finite noise variance (number or 0-d tensor)."""
-    if isinstance(noise, torch.Tensor) and noise.ndim != 0:
-        raise ValueError(f"noise must be a scalar, got shape {tuple(noise.shape)}")
-    if isinstance(noise, torch.Tensor):
-        value = float(noise.detach())
-    else:
-        value = float(noise) if isinstance(noise, int | float) else math.nan
-    if isinstance(noise, bool) or not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
-    assert isinstance(noise, torch.Tensor | int | float)  # anything else has value NaN
+    """A positive finite noise variance: a number or a 0-d floating tensor, returned as given.
+
+    A tensor keeps its graph (e.g. ``softplus(raw)`` while training) and may live on
+    another device than the data, like the kernel's parameters.
+    """
+    check_positive_number(noise, "noise", what="variance", tensor=True)
+    assert isinstance(noise, torch.Tensor | int | float)  # checked above
     return noise
+
+
+def check_mean(mean: object) -> float | torch.Tensor:
+    """A finite constant prior mean: a number or a 0-d floating tensor, returned as given."""
+    value = check_real_scalar(mean, "mean")
+    if not math.isfinite(value):
+        raise ValueError(f"mean must be finite, got {mean!r}")
+    assert isinstance(mean, torch.Tensor | int | float)  # checked above
+    return mean
+
+
+def check_backend(backend: object) -> str:
+    """A kernel-matrix backend name (:data:`~pnsolve.kernels.kernel_matrix.BACKENDS`)."""
+    return check_choice(backend, "backend", BACKENDS)
+
+
+def check_solutions(solutions: object, X: torch.Tensor, columns: int) -> torch.Tensor:
+    """Finite ``(n, columns)`` solutions in ``X``'s dtype/device, returned detached."""
+    solutions = check_tensor(solutions, "solutions")
+    n = X.shape[0]
+    if tuple(solutions.shape) != (n, columns):
+        raise ValueError(
+            f"solutions must have shape ({n}, {columns}) (one column per target: y and "
+            f"{columns - 1} probes), got {tuple(solutions.shape)}"
+        )
+    _check_like(solutions, "solutions", X, "X has")
+    return check_finite(solutions.detach(), "solutions")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import abc
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -11,29 +12,58 @@ from ..linops.base import LinearOperator
 from .fit_state import Provenance, stale_guard
 from .posterior import GaussianPosterior
 
-__all__ = ["FittedModel"]
+__all__ = ["FitRecord", "FittedModel"]
+
+_Posterior = TypeVar("_Posterior", bound=GaussianPosterior)
 
 
-class FittedModel(abc.ABC):
+@dataclass(frozen=True)
+class FitRecord:
+    """What a model's ``fit`` computed, and from what (never modified).
+
+    The part every model's record has; each model's record adds its own results
+    (:class:`~pnsolve.gp.exact.ExactFitState`, :class:`~pnsolve.gp.itergp.IterGPFitState`,
+    :class:`~pnsolve.gp.affine_gp.AffineGPFitState`).
+
+    Attributes
+    ----------
+    provenance
+        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
+    X, y
+        Training inputs ``(n, d)`` and targets ``(n,)``.
+    A
+        The training operator ``K̂ = K(X, X) + σ² I``, shape ``(n, n)``.
+    """
+
+    provenance: Provenance
+    X: torch.Tensor
+    y: torch.Tensor
+    A: LinearOperator
+
+
+_Record = TypeVar("_Record", bound=FitRecord)
+
+
+class FittedModel(abc.ABC, Generic[_Record]):
     """A GP model whose ``fit`` keeps one frozen record, checked by every query.
 
     Subclasses set ``noise`` and ``mean`` (and ``kernel``); ``fit`` stores a frozen
-    record (a dataclass with at least ``provenance``, ``X``, ``y`` and ``A``) through
-    :meth:`_store`, and :meth:`_refit` repeats the fit on the record's data with the
-    current hyperparameters. :meth:`_fitted` is the checked record every query starts
-    from; :meth:`_tie` makes posteriors refuse their on-demand parts once stale.
+    record (a :class:`FitRecord`) through :meth:`_store`, and :meth:`_refit` repeats the
+    fit on the record's data with the current hyperparameters. :meth:`_fitted` is the
+    checked record every query starts from; :meth:`_tie` makes posteriors refuse their
+    on-demand parts once stale.
     """
 
     kernel: Any
     noise: float | torch.Tensor
     mean: float
-    _record: Any = None
+    _record: _Record | None = None
 
     def _sources(self) -> dict[str, object]:
         """The hyperparameter sources a fit depends on, by name."""
         return {"kernel": self.kernel, "noise": self.noise, "mean": self.mean}
 
-    def _store(self, record: Any) -> None:
+    def _store(self, record: _Record) -> None:
         """Keep ``record`` (its provenance recorded from :meth:`_sources` now)."""
         self._record = record
 
@@ -42,24 +72,31 @@ class FittedModel(abc.ABC):
         return Provenance.record({"X": X, "y": y}, self._sources())
 
     @abc.abstractmethod
-    def _refit(self, record: Any) -> None:
+    def _refit(self, record: _Record) -> None:
         """Fit again on ``record``'s data with the current hyperparameters."""
 
-    def _fitted(self) -> Any:
+    def _fitted(self) -> _Record:
         """The record of the last fit, refitted first if a hyperparameter changed.
 
         Raises ``RuntimeError`` before a fit and
         :class:`~pnsolve.gp.fit_state.FitChangedError` when the training data were
         written in place since.
         """
-        record = self._record
-        if record is None:
+        fitted = self._record
+        if fitted is None:
             raise RuntimeError("call fit(X, y) before asking for a posterior")
-        if record.provenance.check(self._sources(), refit=lambda: self._refit(record)):
-            record = self._record
-        return record
+        if fitted.provenance.check(self._sources(), refit=lambda: self._refit(fitted)):
+            refitted = self._record
+            assert refitted is not None  # _refit stores a record
+            return refitted
+        return fitted
 
-    def _tie(self, post: GaussianPosterior, record: Any) -> GaussianPosterior:
+    @property
+    def fit_state(self) -> _Record:
+        """The record of the current fit (refitted first if hyperparameters changed)."""
+        return self._fitted()
+
+    def _tie(self, post: _Posterior, record: _Record) -> _Posterior:
         """Make ``post`` refuse its on-demand parts once ``record`` is no longer current."""
         provenance = record.provenance
 

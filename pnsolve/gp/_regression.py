@@ -18,22 +18,23 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 import torch
 
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
-from ._checks import check_inputs
-from ._fitted import FittedModel
+from ._checks import check_bool, check_choice, check_inputs
+from ._fitted import FitRecord, FittedModel
 from .love import LoveCache, check_rank
-from .love_posterior import love_posterior, resolve_love_cache
-from .posterior import GaussianPosterior
+from .love_posterior import LovePosterior, love_posterior, resolve_love_cache
 
 __all__ = ["RegressionGP"]
 
+_Record = TypeVar("_Record", bound=FitRecord)
 
-class RegressionGP(FittedModel):
+
+class RegressionGP(FittedModel[_Record]):
     """Base of ExactGP and IterGP: fit records (:class:`FittedModel`), query checks, LOVE.
 
     Subclasses set ``kernel``, ``noise`` and ``mean``; their ``fit`` stores a frozen
@@ -66,29 +67,28 @@ class RegressionGP(FittedModel):
             self.kernel.grid(X).check_covers(Xs, "Xs")
 
     @abc.abstractmethod
-    def _weights(self, record: Any) -> torch.Tensor:
+    def _weights(self, record: _Record) -> torch.Tensor:
         """The representer weights ``(n,)`` of ``record`` (the mean of LOVE posteriors)."""
 
     def _require_fit(self) -> torch.Tensor:
         """The training inputs ``X`` ``(n, d)`` of the current fit (checked: :meth:`_fitted`)."""
         return self._fitted().X
 
-    def _query(self, Xs: torch.Tensor, method: str, default: str) -> tuple[Any, torch.Tensor]:
+    def _query(self, Xs: torch.Tensor, method: str, default: str) -> tuple[_Record, torch.Tensor]:
         """``(record, Xs)`` for a posterior query.
 
         The current fit's record, ``method`` checked to be ``default`` or ``"love"``,
         ``Xs`` checked against the training inputs.
         """
         record = self._fitted()
-        if method not in (default, "love"):
-            raise ValueError(f"method must be {default!r} or 'love', got {method!r}")
+        check_choice(method, "method", (default, "love"))
         Xs = check_inputs(Xs, "Xs", record.X.shape[1], like=record.X)
         self._check_test_inputs(Xs, record.X)
         return record, Xs
 
     def _love_posterior(
         self,
-        record: Any,
+        record: _Record,
         Xs: torch.Tensor,
         rank: int,
         probe: torch.Tensor | None,
@@ -96,7 +96,7 @@ class RegressionGP(FittedModel):
         weights: torch.Tensor,
         math_var: Callable[[], torch.Tensor] | None = None,
         fit_calibrated: bool = True,
-    ) -> GaussianPosterior:
+    ) -> LovePosterior:
         """The ``method="love"`` posterior at checked ``Xs`` with representer ``weights``.
 
         ``calibrated`` is the cache's, and ``False`` when ``fit_calibrated`` is (the
@@ -130,13 +130,12 @@ class RegressionGP(FittedModel):
         if Xs is not None:
             Xs = check_inputs(Xs, "Xs", record.X.shape[1], like=record.X)
             self._check_test_inputs(Xs, record.X)
-        if not isinstance(calibrated, bool):
-            raise TypeError(f"calibrated must be a bool, got {calibrated!r}")
+        check_bool(calibrated, "calibrated")
         return self._love_cache(record, rank, probe, Xs, None, calibrated)
 
     def _love_cache(
         self,
-        record: Any,
+        record: _Record,
         rank: int,
         probe: torch.Tensor | None,
         Xs: torch.Tensor | None,

@@ -13,37 +13,36 @@ from ..iterative.affine import AffineMethod, AffineSolveInfo, affine_solve
 from ..iterative.system import KernelSystem
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel_matrix import KernelMatrix
-from ._checks import check_inputs, check_noise, check_stationary_kernel, check_targets
-from ._fitted import FittedModel
+from ._checks import (
+    check_backend,
+    check_inputs,
+    check_mean,
+    check_noise,
+    check_stationary_kernel,
+    check_targets,
+)
+from ._fitted import FitRecord, FittedModel
 from .belief_posterior import exact_variance
-from .fit_state import Provenance
 from .posterior import GaussianPosterior
 
 __all__ = ["AffineGP", "AffineGPFitState", "AffinePosterior"]
 
 
 @dataclass(frozen=True)
-class AffineGPFitState:
+class AffineGPFitState(FitRecord):
     """What :meth:`AffineGP.fit` computed, and from what (never modified).
+
+    The fields of every model's ``FitRecord`` (``provenance``, ``X``, ``y``, ``A``: here
+    ``K̂`` as a counted :class:`~pnsolve.iterative.KernelSystem`) and:
 
     Attributes
     ----------
-    provenance
-        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
-    X, y
-        Training inputs ``(n, d)`` and targets ``(n,)``.
-    A
-        ``K̂`` as a counted :class:`~pnsolve.iterative.KernelSystem`.
     belief
         The method's :class:`~pnsolve.beliefs.AffineSolutionBelief` (``Σ₀ = K̂⁻¹``).
     info
         The sweeps' :class:`~pnsolve.iterative.AffineSolveInfo`.
     """
 
-    provenance: Provenance
-    X: torch.Tensor
-    y: torch.Tensor
-    A: KernelSystem
     belief: AffineSolutionBelief
     info: AffineSolveInfo
 
@@ -68,7 +67,7 @@ class AffinePosterior(GaussianPosterior):
         self.calibrated = True
 
 
-class AffineGP(FittedModel):
+class AffineGP(FittedModel[AffineGPFitState]):
     """Computation-aware GP regression with an affine iterative solve (Hegde, Adil & Cockayne 2025).
 
     :meth:`fit` runs ``m`` sweeps of an affine method (``method``, e.g.
@@ -103,7 +102,7 @@ class AffineGP(FittedModel):
         Observation-noise variance ``σ² > 0``.
     method
         An :class:`~pnsolve.iterative.AffineMethod` with its ``sweeps``:
-        :class:`~pnsolve.iterative.GaussSeidel`, :class:`~pnsolve.iterative.Jacobi`,
+        :class:`~pnsolve.iterative.GaussSeidel`, :class:`~pnsolve.iterative.JacobiIteration`,
         :class:`~pnsolve.iterative.Richardson`, :class:`~pnsolve.iterative.Chebyshev`
         (pass ``lower=noise``: ``λ_min(K̂) ≥ σ²``) or
         :class:`~pnsolve.iterative.CyclicProjections`.
@@ -124,7 +123,7 @@ class AffineGP(FittedModel):
     (:class:`~pnsolve.gp.fit_state.FitChangedError`).
 
     Why a new class and not ``IterGP(..., method=...)``: ``IterGP(kernel, noise, policy,
-    stopping)`` is fixed by the design (DESIGN §6) and conditions a Gaussian on
+    stopping)`` is a fixed public signature and conditions a Gaussian on
     actions (``C_i = S(SᵀK̂S)⁻¹Sᵀ``, low rank); an affine method's ``P_m`` is neither an
     action policy nor low rank, and its variance needs ``P_mᵀ`` on the test
     cross-covariances. Both return a :class:`~pnsolve.gp.GaussianPosterior`.
@@ -162,14 +161,14 @@ class AffineGP(FittedModel):
     ) -> None:
         if not isinstance(method, AffineMethod):
             raise TypeError(
-                f"method must be a pnsolve.iterative.AffineMethod (GaussSeidel, Jacobi, "
+                f"method must be a pnsolve.iterative.AffineMethod (GaussSeidel, JacobiIteration, "
                 f"Richardson, Chebyshev, CyclicProjections), got {type(method).__name__}"
             )
         self.kernel = check_stationary_kernel(kernel, "AffineGP")
         self.noise = check_noise(noise)
         self.method = method
-        self.mean = float(mean)
-        self.backend = backend
+        self.mean = float(check_mean(mean))
+        self.backend = check_backend(backend)
 
     def system(self, X: torch.Tensor) -> KernelSystem:
         """``K̂ = K(X, X) + σ² I`` as a counted :class:`~pnsolve.iterative.KernelSystem`."""
@@ -204,11 +203,6 @@ class AffineGP(FittedModel):
 
     def _refit(self, record: AffineGPFitState) -> None:
         self.fit(record.X, record.y)
-
-    @property
-    def fit_state(self) -> AffineGPFitState:
-        """The record of the current fit (refitted first if hyperparameters changed)."""
-        return self._fitted()
 
     @property
     def belief(self) -> AffineSolutionBelief:

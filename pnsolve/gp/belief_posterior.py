@@ -9,11 +9,9 @@ import torch
 
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
-from .love import LoveCache
-from .love_sampling import sampling_root
 from .posterior import GaussianPosterior
 
-__all__ = ["belief_posterior", "exact_variance"]
+__all__ = ["belief_posterior", "exact_variance", "project_belief"]
 
 
 def exact_variance(
@@ -57,6 +55,30 @@ def _exact_solves(
         return KXs, W
 
 
+def project_belief(
+    cross: LinearOperator,
+    weights: torch.Tensor,
+    V: torch.Tensor,
+    offset: float,
+    projector: LinearOperator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(offset + k(Xs, X) v, k(Xs, X) V)``: one matrix-free pass of ``cross`` over ``[v, V]``.
+
+    The step every belief posterior starts from (IterGP's and IterNCGP's solver beliefs
+    in :func:`belief_posterior`, LOVE's cache with ``V = R`` in
+    :func:`~pnsolve.gp.love_posterior.love_posterior`): the mean ``(T,)`` and the
+    projection ``(T, i)`` whose squared row norms are the variance reduction. With a
+    ``projector`` ``P`` weights and root are projected first (the belief is about
+    ``range P`` only).
+    """
+    with torch.no_grad():
+        WV = torch.cat([weights.unsqueeze(-1), V], dim=1)  # (N, 1 + i)
+        if projector is not None:  # the belief is about range P only
+            WV = projector @ WV
+        KV = cross @ WV  # (T, 1 + i)
+        return offset + KV[:, 0], KV[:, 1:].contiguous()
+
+
 def belief_posterior(
     *,
     cross: LinearOperator,
@@ -65,22 +87,22 @@ def belief_posterior(
     weights: torch.Tensor,
     offset: float,
     A: LinearOperator,
-    V: torch.Tensor | None = None,
+    V: torch.Tensor,
     num_latent: int = 1,
     projector: LinearOperator | None = None,
     math_var: Callable[[], torch.Tensor] | None = None,
-    cache: LoveCache | None = None,
-    prior_operator: Callable[[], LinearOperator] | None = None,
     calibrated: bool = False,
     comp_var_scale: float = 1.0,
 ) -> GaussianPosterior:
     """Mean ``offset + k(Xs, X) v`` and covariance ``k(Xs, Xs) − k(Xs, X) V Vᵀ k(X, Xs)``.
 
-    One matrix-free pass of the cross-covariance over ``[v, V]``; the split of the
-    variance into mathematical and computational parts is computed on demand
-    (:func:`exact_variance`). The one path from a belief ``C = V Vᵀ ≼ A⁻¹`` to a GP
-    posterior: IterGP and IterNCGP pass their solver belief's root, LOVE its cache
-    (``C_k = R Rᵀ``, the CG belief after ``k`` Lanczos steps).
+    One matrix-free pass of the cross-covariance over ``[v, V]``
+    (:func:`project_belief`); the split of the variance into mathematical and
+    computational parts is computed on demand (:func:`exact_variance`). The path from a
+    solver belief ``C = V Vᵀ ≼ A⁻¹`` to a GP posterior (IterGP, IterNCGP); LOVE's
+    posterior (:func:`~pnsolve.gp.love_posterior.love_posterior`) is the same
+    projection with the cache's root ``V = R`` (``C_k = R Rᵀ``, the CG belief after
+    ``k`` Lanczos steps).
 
     Parameters
     ----------
@@ -98,7 +120,7 @@ def belief_posterior(
     A
         The system ``K̂`` the belief is about (for the exact variance).
     V
-        Root of ``C_i = V Vᵀ``, shape ``(N, i)``; not given with ``cache``.
+        Root of ``C_i = V Vᵀ``, shape ``(N, i)``.
     num_latent
         ``C``: the posterior presents mean and variance with shape ``(t, C)`` when ``C > 1``.
     projector
@@ -109,24 +131,13 @@ def belief_posterior(
     math_var
         Callable returning the exact (mathematical) variance ``(T,)`` on demand; default
         :func:`exact_variance` by CG with ``A``.
-    cache
-        A :class:`~pnsolve.gp.LoveCache` of ``A`` whose root ``R`` is the belief's
-        (``V = cache.R``): its variances are checked nonnegative
-        (:meth:`~pnsolve.gp.LoveCache.variance_from_projection`), the posterior samples
-        through a second Lanczos of rank ``cache.rank`` on the test covariance
-        (:func:`~pnsolve.gp.love_sampling.sampling_root`) and carries the cache as
-        ``love_cache``.
-    prior_operator
-        With ``cache``: callable returning ``k(Xs, Xs)`` as a (matrix-free) operator,
-        shape ``(T, T)``, for the sampling root.
     calibrated
-        Whether the belief (or cache) is calibrated: carried as ``posterior.calibrated``.
+        Whether the belief is calibrated: carried as ``posterior.calibrated``.
     comp_var_scale
         ``s > 0`` multiplies the computational part of the covariance:
         ``var = math_var + s · comp_var`` (a heuristic rescaling; ``1`` leaves the
         belief's covariance). ``s ≠ 1`` computes the exact split eagerly (``T`` CG
-        solves with ``A``, as for :attr:`~GaussianPosterior.math_var`); not with a
-        ``cache``.
+        solves with ``A``, as for :attr:`~GaussianPosterior.math_var`).
 
     Returns
     -------
@@ -136,35 +147,13 @@ def belief_posterior(
     scale = float(comp_var_scale)
     if not 0.0 < scale < math.inf:
         raise ValueError(f"comp_var_scale must be a positive finite number, got {comp_var_scale!r}")
-    if cache is not None:
-        if V is not None or prior_operator is None:
-            raise ValueError("with a LOVE cache pass prior_operator and no V (V = cache.R)")
-        if scale != 1.0:
-            raise ValueError("comp_var_scale applies to a solver belief, not to a LOVE cache")
-        V = cache.R
-    elif V is None:
-        raise ValueError("pass the belief's root V (or a LOVE cache)")
+    mean, KV = project_belief(cross, weights, V, offset, projector)
     with torch.no_grad():
-        WV = torch.cat([weights.unsqueeze(-1), V], dim=1)  # (N, 1 + i)
-        if projector is not None:  # the belief is about range P only
-            WV = projector @ WV
-        KV = cross @ WV  # (T, 1 + i)
-        mean = offset + KV[:, 0]
-        KV = KV[:, 1:]
-        if cache is None:
-            var = prior_var - (KV * KV).sum(1)
-        else:  # LOVE: the projection k(Xs, X) R, kept for the sampling root
-            KV = KV.contiguous()
-            var = cache.variance_from_projection(KV, prior_var)
+        var = prior_var - (KV * KV).sum(1)
 
     def cov() -> torch.Tensor:
         with torch.no_grad():
             return prior_cov() - KV @ KV.mT
-
-    def root() -> torch.Tensor:
-        # passed on only with a cache, which requires prior_operator (checked above)
-        assert cache is not None and prior_operator is not None
-        return sampling_root(prior_operator(), KV, var, cache.rank)
 
     def exact() -> torch.Tensor:
         return exact_variance(cross, prior_var, A, projector)
@@ -178,9 +167,7 @@ def belief_posterior(
         var,
         cov,
         exact if math_var is None else math_var,
-        root=None if cache is None else root,
         num_latent=num_latent,
-        love_cache=cache,
         calibrated=calibrated,
     )
 

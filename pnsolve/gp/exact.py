@@ -12,9 +12,10 @@ from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
-from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
+from ._checks import check_inputs, check_mean, check_model_kernel, check_noise, check_targets
+from ._fitted import FitRecord
 from ._regression import RegressionGP
-from .fit_state import FitChangedError, Provenance
+from .fit_state import FitChangedError
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
@@ -26,32 +27,25 @@ SKI_DENSE_LIMIT = 5000
 
 
 @dataclass(frozen=True)
-class ExactFitState:
+class ExactFitState(FitRecord):
     """What :meth:`ExactGP.fit` computed, and from what (never modified).
+
+    The fields of every model's ``FitRecord`` (``provenance``, ``X``, ``y``, ``A``: here
+    ``K̂ = L Lᵀ`` as an operator) and:
 
     Attributes
     ----------
-    provenance
-        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
-    X, y
-        Training inputs ``(n, d)`` and targets ``(n,)``.
     L
-        Lower Cholesky factor of ``K̂``, shape ``(n, n)``.
-    A
-        ``K̂ = L Lᵀ`` as an operator, shape ``(n, n)``.
+        Lower Cholesky factor of ``K̂``, shape ``(n, n)`` (``A`` is ``K̂ = L Lᵀ``).
     weights
         Representer weights ``K̂⁻¹ (y − μ)``, shape ``(n,)``.
     """
 
-    provenance: Provenance
-    X: torch.Tensor
-    y: torch.Tensor
     L: torch.Tensor
-    A: LinearOperator
     weights: torch.Tensor
 
 
-class ExactGP(RegressionGP):
+class ExactGP(RegressionGP[ExactFitState]):
     """GP regression with a dense Cholesky factorisation of ``K̂ = K(X, X) + σ² I``.
 
     Parameters
@@ -94,7 +88,7 @@ class ExactGP(RegressionGP):
     def __init__(self, kernel: Kernel, noise: float, mean: float = 0.0) -> None:
         self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
-        self.mean = float(mean)
+        self.mean = float(check_mean(mean))
 
     @full_float32
     def fit(self, X: torch.Tensor, y: torch.Tensor) -> ExactGP:
@@ -122,16 +116,11 @@ class ExactGP(RegressionGP):
             K.diagonal().add_(self.noise)
             L = _cholesky(K)
             weights = torch.cholesky_solve((y - self.mean).unsqueeze(-1), L).squeeze(-1)
-        self._store(ExactFitState(provenance, X, y, L, _cholesky_operator(L), weights))
+        self._store(ExactFitState(provenance, X, y, _cholesky_operator(L), L, weights))
         return self
 
     def _refit(self, record: ExactFitState) -> None:
         self.fit(record.X, record.y)
-
-    @property
-    def fit_state(self) -> ExactFitState:
-        """The record of the current fit (refitted first if hyperparameters changed)."""
-        return self._fitted()
 
     @property
     def L(self) -> torch.Tensor:
@@ -183,8 +172,9 @@ class ExactGP(RegressionGP):
         -------
         GaussianPosterior
             ``mean`` ``(t,)``, ``var`` ``(t,)``, ``cov()`` ``(t, t)``, ``sample(...)``;
-            for ``"love"`` the belief posterior of the cache
-            (:func:`~pnsolve.gp.love_posterior.love_posterior`). ``calibrated`` is
+            for ``"love"`` a :class:`~pnsolve.gp.LovePosterior`, the belief posterior of
+            the cache (:func:`~pnsolve.gp.love_posterior.love_posterior`) with
+            ``love_cache`` and ``sample_root()``. ``calibrated`` is
             ``True`` for ``"exact"`` (no computational uncertainty) and for ``"love"``
             with the default probe (built from ``k(X, Xs)`` only); ``False`` for a given
             ``probe`` (declare it through :meth:`build_love_cache`).

@@ -8,7 +8,15 @@ import torch
 from torch import nn
 
 from ..kernels.base import StationaryKernel, inv_softplus, softplus
-from ._checks import check_inputs, check_noise, check_targets
+from ._checks import (
+    check_inputs,
+    check_model_kernel,
+    check_noise,
+    check_nonnegative_number,
+    check_positive_int,
+    check_positive_number,
+    check_targets,
+)
 from .exact import ExactGP
 
 __all__ = ["ExactFit", "fit_exact_hyperparameters"]
@@ -69,11 +77,13 @@ def fit_exact_hyperparameters(
     ExactFit
         The kernel, the fitted noise and the log marginal likelihood per step.
     """
+    check_model_kernel(kernel)
     X = check_inputs(X, "X")
     y = check_targets(y, X)
     noise = float(check_noise(noise))
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    check_positive_int(steps, "steps")
+    check_positive_number(lr, "lr")
+    check_nonnegative_number(min_noise, "min_noise")
     raw_noise = nn.Parameter(
         inv_softplus(torch.tensor(max(noise - min_noise, 1e-12), dtype=X.dtype, device=X.device))
     )

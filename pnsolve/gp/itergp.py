@@ -16,10 +16,19 @@ from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolveInfo, SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs, check_model_kernel, check_noise, check_targets
+from ._checks import (
+    check_backend,
+    check_choice,
+    check_inputs,
+    check_mean,
+    check_model_kernel,
+    check_noise,
+    check_positive_number,
+    check_targets,
+)
+from ._fitted import FitRecord
 from ._regression import RegressionGP
 from .belief_posterior import belief_posterior
-from .fit_state import Provenance
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
@@ -27,17 +36,14 @@ __all__ = ["IterGP", "IterGPFitState"]
 
 
 @dataclass(frozen=True)
-class IterGPFitState:
+class IterGPFitState(FitRecord):
     """What :meth:`IterGP.fit` computed, and from what (never modified).
+
+    The fields of every model's ``FitRecord`` (``provenance``, ``X``, ``y``, ``A``: here
+    ``K̂`` as a matrix-free operator unless ``backend="dense"``) and:
 
     Attributes
     ----------
-    provenance
-        Data and hyperparameters of the fit (:class:`~pnsolve.gp.fit_state.Provenance`).
-    X, y
-        Training inputs ``(n, d)`` and targets ``(n,)``.
-    A
-        ``K̂`` as an operator, shape ``(n, n)``.
     belief
         The solver's belief about ``K̂⁻¹ (y − μ)``.
     info
@@ -47,17 +53,13 @@ class IterGPFitState:
         The generator given to the fit (a refit after a change draws from it again).
     """
 
-    provenance: Provenance
-    X: torch.Tensor
-    y: torch.Tensor
-    A: LinearOperator
     belief: GaussianSolutionBelief
     info: SolveInfo | None
     generator: torch.Generator | None
 
 
-class IterGP(RegressionGP):
-    """Computation-aware GP regression (Wenger et al.; DESIGN §5).
+class IterGP(RegressionGP[IterGPFitState]):
+    """Computation-aware GP regression (Wenger et al. 2022).
 
     :meth:`fit` runs the probabilistic linear solver on ``K̂ = K(X, X) + σ² I`` for the
     representer weights ``v* = K̂⁻¹ (y − μ)`` under the inverse prior. With the
@@ -83,7 +85,7 @@ class IterGP(RegressionGP):
     after 20, ``2e-15`` after 50; ``docs/calibration.md``). Calibrated options (about
     1.1 × CG's time, the same products): ``pn.policies.Lanczos(start="random")`` (the
     recommended default: a Krylov space of ``K̂`` from a random vector),
-    ``pn.policies.PivotedCholesky()`` (equally accurate, reads a row of ``K̂`` per
+    ``pn.policies.PivotedCholeskyActions()`` (equally accurate, reads a row of ``K̂`` per
     iteration), ``UnitVector("random")``, ``pn.policies.Random()``,
     ``UnitVector("schur")``, ``pn.policies.PseudoInput``; and
     :class:`~pnsolve.gp.AffineGP` (Gauss–Seidel and relatives: the most accurate
@@ -136,8 +138,8 @@ class IterGP(RegressionGP):
         self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
         self.solver = ProbabilisticLinearSolver(policy, stopping)
-        self.mean = float(mean)
-        self.backend = backend
+        self.mean = float(check_mean(mean))
+        self.backend = check_backend(backend)
 
     # ------------------------------------------------------------------ fitting
     def system(self, X: torch.Tensor) -> LinearOperator:
@@ -177,11 +179,6 @@ class IterGP(RegressionGP):
 
     def _refit(self, record: IterGPFitState) -> None:
         self.fit(record.X, record.y, generator=record.generator)
-
-    @property
-    def fit_state(self) -> IterGPFitState:
-        """The record of the current fit (refitted first if hyperparameters changed)."""
-        return self._fitted()
 
     @property
     def belief(self) -> GaussianSolutionBelief:
@@ -243,9 +240,9 @@ class IterGP(RegressionGP):
 
         A query: the model is not modified (a LOVE cache built for this call is
         returned as ``posterior.love_cache``, not kept on the model), except that a
-        model whose hyperparameters changed since :meth:`fit` fits again first. Both methods go
-        through :func:`~pnsolve.gp.belief_posterior.belief_posterior`: ``"belief"``
-        with the solver's ``C_i``, ``"love"`` with the cache's ``C_k = R Rᵀ``.
+        model whose hyperparameters changed since :meth:`fit` fits again first. Both methods
+        project onto a belief (:func:`~pnsolve.gp.belief_posterior.project_belief`):
+        ``"belief"`` the solver's ``C_i``, ``"love"`` the cache's ``C_k = R Rᵀ``.
 
         Parameters
         ----------
@@ -277,7 +274,8 @@ class IterGP(RegressionGP):
             ``mean``, ``var`` (combined), ``math_var`` and ``comp_var`` (on demand:
             ``t`` exact solves with ``K̂``), ``cov()``, ``sample(...)``, ``calibrated``
             (the belief's: ``True`` iff the policy is non-adaptive; with ``"love"``
-            also the cache's) and ``comp_var_scale``.
+            also the cache's) and ``comp_var_scale``; for ``"love"`` a
+            :class:`~pnsolve.gp.LovePosterior` (``love_cache``, ``sample_root()``).
         """
         record, Xs = self._query(Xs, method, "belief")
         if method == "love":
@@ -326,22 +324,9 @@ class IterGP(RegressionGP):
         if comp_var_scale is None:
             return 1.0
         if isinstance(comp_var_scale, str):
-            if comp_var_scale != "residual":
-                raise ValueError(
-                    f"comp_var_scale must be None, 'residual' or a positive number, got "
-                    f"{comp_var_scale!r}"
-                )
+            check_choice(comp_var_scale, "comp_var_scale", ("residual",))
             return self._residual_scale(record)
-        if (
-            isinstance(comp_var_scale, bool)
-            or not isinstance(comp_var_scale, int | float)
-            or not 0 < comp_var_scale < float("inf")
-        ):
-            raise ValueError(
-                f"comp_var_scale must be None, 'residual' or a positive number, got "
-                f"{comp_var_scale!r}"
-            )
-        return float(comp_var_scale)
+        return check_positive_number(comp_var_scale, "comp_var_scale")
 
     @full_float32
     def build_love_cache(

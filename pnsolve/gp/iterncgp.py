@@ -26,7 +26,13 @@ from ..policies.base import Policy
 from ..solvers.solver import ProbabilisticLinearSolver
 from ..solvers.state import SolverState
 from ..stopping.base import StoppingCriterion
-from ._checks import check_inputs, check_stationary_kernel
+from ._checks import (
+    check_backend,
+    check_bool,
+    check_inputs,
+    check_mean,
+    check_stationary_kernel,
+)
 from .fit_state import Provenance, stale_guard
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
@@ -154,10 +160,10 @@ class IterNCGP:
         self.solver = ProbabilisticLinearSolver(policy, stopping)
         self.max_newton_steps = max_newton_steps
         self.newton_tol = float(newton_tol)
-        self.recycle = bool(recycle)
+        self.recycle = check_bool(recycle, "recycle")
         self.max_rank = max_rank
-        self.mean = float(mean)
-        self.backend = backend
+        self.mean = float(check_mean(mean))
+        self.backend = check_backend(backend)
         self._state: LaplaceState | None = None
         self._f_cache: tuple[LaplaceState, torch.Tensor] | None = None
         self._fit_inputs: _FitInputs | None = None

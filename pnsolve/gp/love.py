@@ -8,7 +8,7 @@ Predictive variances are ``k(x, x) − ‖Rᵀ k(X, x)‖²``.
 ``K_k(K̂, b)``: it is the inverse approximation ``C_k`` of the probabilistic linear
 solver with the inverse prior after ``k`` CG steps on ``K̂ x = b``. So the cache *is* a
 belief (:meth:`LoveCache.belief`), ``C_k ≼ K̂⁻¹``, and LOVE's variances are never below
-the exact GP's: the difference is LOVE's computational uncertainty (DESIGN §5).
+the exact GP's: the difference is LOVE's computational uncertainty.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..krylov.lanczos_process import lanczos
 from ..linops.base import LinearOperator
 from ..linops.checks import as_operand, as_square_operator
 from ..linops.low_rank import LowRank
+from ._checks import check_positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from .love_grid import GridLove
@@ -35,11 +36,7 @@ __all__ = ["LoveCache"]
 
 def check_rank(rank: object) -> int:
     """``rank`` as a positive int (``TypeError``/``ValueError`` otherwise)."""
-    if isinstance(rank, bool) or not isinstance(rank, int):
-        raise TypeError(f"rank must be an int, got {type(rank).__name__}")
-    if rank < 1:
-        raise ValueError(f"rank must be at least 1, got {rank}")
-    return rank
+    return check_positive_int(rank, "rank", type_name=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,7 +178,7 @@ class LoveCache:
         return AR
 
     def buffer(self) -> KrylovBuffer:
-        """The cache as a :class:`~pnsolve.krylov.KrylovBuffer` of ``K̂`` (DESIGN §4).
+        """The cache as a :class:`~pnsolve.krylov.KrylovBuffer` of ``K̂`` (for recycling).
 
         Actions ``S = Q`` ``(n, k)`` and images ``K̂ Q = Q T + β q_{k+1} e_kᵀ`` from the
         Lanczos relation (no product with ``K̂``). A virtual run on it
@@ -294,9 +291,11 @@ class LoveCache:
         )
 
     def _check_cross(self, cross: torch.Tensor) -> torch.Tensor:
-        if not isinstance(cross, torch.Tensor) or cross.ndim != 2:
-            raise ValueError("cross must be a tensor or LinearOperator of shape (t, n)")
-        if cross.shape[1] != self.R.shape[0]:
+        if not isinstance(cross, torch.Tensor):
+            raise TypeError(
+                f"cross must be a torch.Tensor or a LinearOperator, got {type(cross).__name__}"
+            )
+        if cross.ndim != 2 or cross.shape[1] != self.R.shape[0]:
             raise ValueError(
                 f"cross must have shape (t, {self.R.shape[0]}), got {tuple(cross.shape)}"
             )

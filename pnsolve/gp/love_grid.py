@@ -19,7 +19,6 @@ the data it captures less of the covariance at the same rank.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -32,12 +31,10 @@ from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.ski_matrix import GridInterpolationMatrix
 from ..linops.base import LinearOperator
 from ..linops.interpolation import SparseInterpolation
-from .belief_posterior import exact_variance
 from .love import LoveCache
 from .love_sampling import sampling_root
-from .posterior import GaussianPosterior
 
-__all__ = ["GridLove", "grid_love_posterior"]
+__all__ = ["GridLove"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +96,23 @@ class GridLove:
         with torch.no_grad():
             return self.grid_matrix @ self.interpolation.rmatmat(weights)
 
+    def project(
+        self, Xs: torch.Tensor, weights: torch.Tensor, offset: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(mean, P, prior_var)`` at ``Xs`` ``(t, d)`` from the grid: ``O(4ᵈ k)`` per point.
+
+        ``mean = μ + w(x)ᵀ a`` ``(t,)`` (``a = K_UU W_Xᵀ weights``: :meth:`mean_for`), the
+        LOVE projection ``P = W_s root`` ``(t, k)`` (``P Pᵀ = k(Xs, X) R Rᵀ k(X, Xs)``) and
+        the SKI prior variance ``w(x)ᵀ K_UU w(x)`` ``(t,)``: what
+        :func:`~pnsolve.gp.love_posterior.love_posterior` makes the posterior of.
+        """
+        with torch.no_grad():
+            Ws = self.grid.interpolation(Xs, "Xs")  # (t, m), 4ᵈ weights per row
+            mean = offset + Ws @ self.mean_for(weights)
+            P = (Ws @ self.root).contiguous()  # (t, k)
+            prior_var = self.kernel.stencil_quadratic_form(self.grid, Ws.values, self.stencil)
+        return mean, P, prior_var
+
     @cached_property
     def sampling_root(self) -> torch.Tensor:
         """``S`` ``(m, k')`` with ``S Sᵀ ≈ K_UU − root rootᵀ`` (Lanczos, first use only)."""
@@ -125,52 +139,3 @@ class GridLove:
             shape = (S.shape[1], num_samples)
             z = rnd.randn(shape, generator=generator, dtype=S.dtype, device=S.device)
             return Ws @ (self.mean.unsqueeze(-1) + S @ z)
-
-
-def grid_love_posterior(
-    *,
-    cache: LoveCache,
-    grid: GridLove,
-    Xs: torch.Tensor,
-    X: torch.Tensor,
-    weights: torch.Tensor,
-    offset: float,
-    math_var: Callable[[], torch.Tensor] | None,
-    calibrated: bool,
-) -> GaussianPosterior:
-    """LOVE's posterior at ``Xs`` ``(t, d)`` from the grid-space cache: ``O(4ᵈ k)`` per point.
-
-    ``mean = μ + w(x)ᵀ a`` (``a = K_UU W_Xᵀ weights``, kept in the cache for the weights
-    it was built with, else one product), ``var = w(x)ᵀ K_UU w(x) − ‖rootᵀ w(x)‖²`` (checked
-    nonnegative), ``cov()`` from the dense SKI prior on demand, ``sample`` through a
-    rank-``k`` Lanczos root of the test covariance with the structured SKI prior;
-    ``math_var`` (on demand) by CG with ``K̂``.
-    """
-    kernel = grid.kernel
-    with torch.no_grad():
-        Ws = grid.grid.interpolation(Xs, "Xs")  # (t, m), 4ᵈ weights per row
-        mean = offset + Ws @ grid.mean_for(weights)
-        P = (Ws @ grid.root).contiguous()  # (t, k)
-        prior_var = kernel.stencil_quadratic_form(grid.grid, Ws.values, grid.stencil)
-        var = cache.variance_from_projection(P, prior_var)
-
-    def cov() -> torch.Tensor:
-        with torch.no_grad():
-            return kernel(Xs) - P @ P.mT
-
-    def root() -> torch.Tensor:
-        prior = kernel.linop(Xs)  # W_s K_UU W_sᵀ: O(t 4ᵈ + m log m) per product
-        return sampling_root(prior, P, var, cache.rank)
-
-    def exact() -> torch.Tensor:
-        return exact_variance(kernel.linop(Xs, X), prior_var, cache.A)
-
-    return GaussianPosterior(
-        mean,
-        var,
-        cov,
-        exact if math_var is None else math_var,
-        root=root,
-        love_cache=cache,
-        calibrated=calibrated,
-    )

@@ -1,9 +1,12 @@
 """LOVE posteriors of GP regression models: the belief posterior of the cache.
 
 A :class:`~pnsolve.gp.LoveCache` of ``K̂`` is the CG belief after ``k`` Lanczos steps
-(``C_k = Q T⁻¹ Qᵀ = R Rᵀ``), so LOVE's mean and variances come from the same
-:func:`~pnsolve.gp.belief_posterior.belief_posterior` as IterGP's, with the root
-``V = R``; LOVE adds only its sampling root (a second Lanczos on the test covariance).
+(``C_k = Q T⁻¹ Qᵀ = R Rᵀ``), so LOVE's mean and variances come from the same projection
+(:func:`~pnsolve.gp.belief_posterior.project_belief`) as IterGP's belief posterior, with
+the root ``V = R``. What LOVE adds lives here, not in the general
+:class:`~pnsolve.gp.GaussianPosterior`: the :class:`LovePosterior` subclass carries the
+cache (``love_cache``) and samples through a low-rank root (a second Lanczos on the test
+covariance).
 
 :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP` answer
 ``posterior(Xs, method="love", ...)`` and ``build_love_cache(...)`` through the two
@@ -20,15 +23,85 @@ from collections.abc import Callable
 
 import torch
 
+from .._core import random as rnd
+from .._core.precision import full_float32
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
-from .belief_posterior import belief_posterior
+from .belief_posterior import exact_variance, project_belief
 from .love import LoveCache, default_probe
-from .love_grid import GridLove, grid_love_posterior
+from .love_grid import GridLove
+from .love_sampling import sampling_root
 from .posterior import GaussianPosterior
 
-__all__ = ["love_posterior", "resolve_love_cache"]
+__all__ = ["LovePosterior", "love_posterior", "resolve_love_cache"]
+
+
+class LovePosterior(GaussianPosterior):
+    """The :class:`~pnsolve.gp.GaussianPosterior` of a LOVE query, with its cache.
+
+    Returned by ``posterior(Xs, method="love", ...)`` of :class:`~pnsolve.gp.ExactGP`
+    and :class:`~pnsolve.gp.IterGP`. Everything a posterior has (``mean``, ``var``,
+    ``math_var``, ``comp_var``, ``cov()``, ``calibrated``, ``tie_to``), plus:
+
+    Attributes
+    ----------
+    love_cache
+        The :class:`~pnsolve.gp.LoveCache` the variances came from (the one passed as
+        ``cache=``, or the one built for this call); pass it as ``cache=`` to later
+        calls to reuse it.
+
+    Notes
+    -----
+    :meth:`sample` draws ``mean + S z`` through the low-rank root :meth:`sample_root`
+    (``O(t r)`` per draw, no ``t × t`` matrix) instead of a Cholesky factor of
+    :meth:`cov`.
+    """
+
+    def __init__(
+        self,
+        mean: torch.Tensor,
+        var: torch.Tensor,
+        *,
+        projection: torch.Tensor,
+        prior_cov: Callable[[], torch.Tensor],
+        prior_operator: Callable[[], LinearOperator],
+        math_var: Callable[[], torch.Tensor],
+        cache: LoveCache,
+        calibrated: bool,
+    ) -> None:
+        P = projection  # k(Xs, X) R, shape (t, k)
+
+        def cov() -> torch.Tensor:
+            with torch.no_grad():
+                return prior_cov() - P @ P.mT
+
+        super().__init__(mean, var, cov, math_var, calibrated=calibrated)
+        self.love_cache = cache
+        self._projection = P
+        self._prior_operator = prior_operator
+        self._root: torch.Tensor | None = None
+
+    @full_float32
+    def sample_root(self) -> torch.Tensor:
+        """The low-rank root ``S`` (``S Sᵀ ≈ cov``) used by :meth:`sample`, shape ``(t, r)``.
+
+        A second Lanczos of rank ``love_cache.rank`` on the test covariance
+        ``k(Xs, Xs) − P Pᵀ`` (:func:`~pnsolve.gp.love_sampling.sampling_root`),
+        computed on first access and kept.
+        """
+        if self._root is None:
+            self._check_current()
+            prior = self._prior_operator()
+            self._root = sampling_root(
+                prior, self._projection, self._flat_var, self.love_cache.rank
+            )
+        return self._root
+
+    def _deviations(self, s: int, generator: torch.Generator | None) -> torch.Tensor:
+        """``S z`` with ``z ~ N(0, I_r)``: ``O(t r)`` per draw through :meth:`sample_root`."""
+        S = self.sample_root()
+        return S @ rnd.randn((S.shape[1], s), generator=generator, dtype=S.dtype, device=S.device)
 
 
 def resolve_love_cache(
@@ -132,12 +205,15 @@ def love_posterior(
     backend: str,
     math_var: Callable[[], torch.Tensor] | None = None,
     calibrated: bool | None = None,
-) -> GaussianPosterior:
+) -> LovePosterior:
     """The belief posterior of a LOVE cache, with LOVE's sampling root.
 
     Mean ``μ + k(Xs, X) w`` and variances ``k(x, x) − ‖Rᵀ k(X, x)‖²`` from one
-    matrix-free pass of ``k(Xs, X)`` over ``[w, R]`` (no ``(t, n)`` block), so the
-    per-point cost after the cache is ``O(n (k + 1))`` kernel-times-vector work.
+    matrix-free pass of ``k(Xs, X)`` over ``[w, R]`` (no ``(t, n)`` block:
+    :func:`~pnsolve.gp.belief_posterior.project_belief`), so the per-point cost after
+    the cache is ``O(n (k + 1))`` kernel-times-vector work. With a grid part (SKI) the
+    mean and projection come from the grid (:meth:`~pnsolve.gp.love_grid.GridLove.project`:
+    the mean from the grid vector the cache was built with, ``O(4ᵈ k)`` per point).
 
     Parameters
     ----------
@@ -160,34 +236,39 @@ def love_posterior(
 
     Returns
     -------
-    GaussianPosterior
+    LovePosterior
         ``mean`` and ``var`` ``(t,)`` (``var ≥`` exact, a negative one raises
         ``ValueError``), ``comp_var = var − math_var``, ``cov()``, ``sample(s,
         generator)`` through a second Lanczos of rank ``cache.rank`` on the test
-        covariance, and ``love_cache = cache``. With a grid part (SKI) the posterior
-        comes from :func:`~pnsolve.gp.love_grid.grid_love_posterior` (the mean from the
-        grid vector the cache was built with, ``O(4ᵈ k)`` per point).
+        covariance, and ``love_cache = cache``.
     """
     if cache.grid is not None:
-        return grid_love_posterior(
-            cache=cache,
-            grid=cache.grid,
-            Xs=Xs,
-            X=X,
-            weights=weights,
-            offset=offset,
-            math_var=math_var,
-            calibrated=cache.calibrated if calibrated is None else calibrated,
-        )
-    return belief_posterior(
-        cross=kernel.linop(Xs, X, backend=backend),  # (t, n), never formed
-        prior_var=kernel.diag(Xs),
+        kernel = cache.grid.kernel
+        mean, P, prior_var = cache.grid.project(Xs, weights, offset)
+        backend = "auto"  # SKI: structured products, whatever the model's backend
+
+        def cross() -> LinearOperator:
+            return kernel.linop(Xs, X)
+    else:
+        prior_var = kernel.diag(Xs)
+
+        def cross() -> LinearOperator:
+            return kernel.linop(Xs, X, backend=backend)  # (t, n), never formed
+
+        mean, P = project_belief(cross(), weights, cache.R, offset)
+    with torch.no_grad():
+        var = cache.variance_from_projection(P, prior_var)
+
+    def exact() -> torch.Tensor:
+        return exact_variance(cross(), prior_var, cache.A)
+
+    return LovePosterior(
+        mean,
+        var,
+        projection=P,
         prior_cov=lambda: kernel(Xs),
-        weights=weights,
-        offset=offset,
-        A=cache.A,
-        math_var=math_var,
-        cache=cache,
         prior_operator=lambda: kernel.linop(Xs, backend=backend),
+        math_var=exact if math_var is None else math_var,
+        cache=cache,
         calibrated=cache.calibrated if calibrated is None else calibrated,
     )

@@ -26,14 +26,23 @@ import torch
 
 from .._core import random as rnd
 from .._core.precision import attainable_rtol, full_float32
-from .._core.validation import check_finite, check_tensor
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
 from ..kernels.random_features import RandomFourierFeatures
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
-from ._checks import check_inputs, check_noise, check_targets
+from ._checks import (
+    check_finite,
+    check_inputs,
+    check_mean,
+    check_noise,
+    check_positive_int,
+    check_stationary_kernel,
+    check_targets,
+    check_tensor,
+    require_generator,
+)
 
 __all__ = ["PathwiseDraws", "PathwiseSamples", "pathwise_update", "sample_posterior"]
 
@@ -341,19 +350,14 @@ def _check_arguments(
     solver: object,
 ) -> tuple[torch.Tensor, torch.Tensor, float | torch.Tensor, torch.Tensor, Solver]:
     """The checked ``(X, y, noise, mean, solver)`` of :func:`sample_posterior`."""
-    if not isinstance(kernel, StationaryKernel):
-        raise TypeError(
-            f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
-        )
+    check_stationary_kernel(kernel, "pathwise sampling (random Fourier features)")
     X = check_inputs(X, "X")
     y = check_targets(y, X)
     noise = check_noise(noise)
-    for name, value in (("num_samples", num_samples), ("num_features", num_features)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    mean_t = _check_mean(mean, X)
+    check_positive_int(num_samples, "num_samples")
+    check_positive_int(num_features, "num_features")
+    require_generator(generator)
+    mean_t = _mean_tensor(check_mean(mean), X)
     if solver is None:
         solver = _default_solver
     elif not callable(solver):
@@ -361,16 +365,12 @@ def _check_arguments(
     return X, y, noise, mean_t, solver
 
 
-def _check_mean(mean: object, X: torch.Tensor) -> torch.Tensor:
-    if isinstance(mean, bool) or not isinstance(mean, int | float | torch.Tensor):
-        raise TypeError(f"mean must be a number or a 0-d tensor, got {type(mean).__name__}")
-    if isinstance(mean, torch.Tensor) and mean.ndim != 0:
-        raise ValueError(f"mean must be a scalar (constant mean), got shape {tuple(mean.shape)}")
+def _mean_tensor(mean: float | torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """The checked constant ``mean`` as a detached 0-d tensor in ``X``'s dtype and device."""
     if isinstance(mean, torch.Tensor):
-        m = mean.detach().to(dtype=X.dtype, device=X.device)
-    else:  # straight to X's dtype: torch.as_tensor(0.4) would round it to float32 first
-        m = torch.tensor(float(mean), dtype=X.dtype, device=X.device)
-    return check_finite(m, "mean")
+        return mean.detach().to(dtype=X.dtype, device=X.device)
+    # straight to X's dtype: torch.as_tensor(0.4) would round it to float32 first
+    return torch.tensor(float(mean), dtype=X.dtype, device=X.device)
 
 
 def _unpack(
@@ -383,10 +383,13 @@ def _unpack(
             raise ValueError(f"solver must return V or (V, info), got a {len(result)}-tuple")
         result, info = result
     V = check_tensor(result, "the solver's solution")
-    if tuple(V.shape) != shape or V.dtype != dtype or V.device != torch.device(device):
+    if tuple(V.shape) != shape:
         raise ValueError(
-            f"solver returned a solution of shape {tuple(V.shape)}, dtype {V.dtype} on "
-            f"{V.device}; expected shape {shape}, dtype {dtype} on {device}"
+            f"solver returned a solution of shape {tuple(V.shape)}; expected shape {shape}"
         )
+    if V.dtype != dtype:
+        raise TypeError(f"solver returned a solution of dtype {V.dtype}; expected {dtype}")
+    if V.device != torch.device(device):
+        raise ValueError(f"solver returned a solution on {V.device}; expected {device}")
     check_finite(V, "the solver's solution")
     return V.detach(), info

@@ -8,8 +8,7 @@ import torch
 
 from .._core import random as rnd
 from .._core.precision import full_float32
-from .._core.validation import check_generator
-from .love import LoveCache
+from .._core.validation import check_generator, check_positive_int
 
 __all__ = ["GaussianPosterior"]
 
@@ -17,7 +16,10 @@ __all__ = ["GaussianPosterior"]
 class GaussianPosterior:
     """``f(Xs) ~ N(mean, cov)`` at ``t`` test inputs.
 
-    Built by :class:`~pnsolve.gp.ExactGP` and :class:`~pnsolve.gp.IterGP`; users read it.
+    Built by the GP models (:class:`~pnsolve.gp.ExactGP`, :class:`~pnsolve.gp.IterGP`,
+    :class:`~pnsolve.gp.IterNCGP`, …); users read it. LOVE queries
+    (``posterior(Xs, method="love")``) return the subclass
+    :class:`~pnsolve.gp.LovePosterior`, which adds the cache and a low-rank sampling root.
 
     :attr:`mean` and :attr:`var` have shape ``(t,)``, or ``(t, C)`` for ``C`` latent
     functions (multi-class IterNCGP), whose joint covariance :meth:`cov` is stored in
@@ -39,10 +41,6 @@ class GaussianPosterior:
     comp_var_scale
         The factor applied to the computational variance (``1.0`` unless a rescaling
         heuristic was asked for, e.g. ``IterGP.posterior(Xs, comp_var_scale="residual")``).
-    love_cache
-        For a LOVE posterior: the :class:`~pnsolve.gp.LoveCache` its variances came from
-        (the one passed as ``cache=``, or the one built for this call); pass it as
-        ``cache=`` to later calls to reuse it. ``None`` for other posteriors.
 
     Notes
     -----
@@ -57,15 +55,12 @@ class GaussianPosterior:
         var: torch.Tensor,
         cov: Callable[[], torch.Tensor],
         math_var: Callable[[], torch.Tensor] | None = None,
-        root: Callable[[], torch.Tensor] | None = None,
-        num_latent: int = 1,
-        love_cache: LoveCache | None = None,
         *,
+        num_latent: int = 1,
         calibrated: bool = False,
         comp_var_scale: float = 1.0,
     ) -> None:
         self.num_latent = num_latent
-        self.love_cache = love_cache
         self.calibrated = bool(calibrated)
         self.comp_var_scale = float(comp_var_scale)
         self._flat_mean = mean
@@ -73,8 +68,6 @@ class GaussianPosterior:
         self._cov = cov
         self._math_var_fn = math_var
         self._math_var: torch.Tensor | None = None
-        self._root_fn = root
-        self._root: torch.Tensor | None = None
         self._current: Callable[[], None] | None = None
 
     def tie_to(self, current: Callable[[], None]) -> None:
@@ -140,35 +133,19 @@ class GaussianPosterior:
         return self._cov()
 
     @full_float32
-    def sample_root(self) -> torch.Tensor | None:
-        """The low-rank root ``S`` (``S Sᵀ ≈ cov``) used by :meth:`sample`, shape ``(t, r)``.
-
-        Only LOVE posteriors have one (a second Lanczos on the test covariance, computed
-        on first access and kept); ``None`` otherwise.
-        """
-        if self._root_fn is None:
-            return None
-        if self._root is None:
-            self._check_current()
-            self._root = self._root_fn()
-        return self._root
-
-    @full_float32
     def sample(self, s: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``s`` joint draws at the test inputs, shape ``(t, s)``.
+        """``s`` joint draws at the test inputs, shape ``(t, s)`` (``(t, C, s)`` for ``C`` latents).
 
-        LOVE posteriors draw ``mean + S z`` with ``z ~ N(0, I_r)`` through their
-        low-rank root :meth:`sample_root` (``O(t r)`` per draw, no ``t × t`` matrix);
-        the others take the Cholesky factor of :meth:`cov`, adding a jitter of ``√eps``
-        times the mean variance if the covariance is numerically semi-definite.
+        Takes the Cholesky factor of :meth:`cov`, adding a jitter of ``√eps`` times the
+        mean variance if the covariance is numerically semi-definite
+        (:class:`~pnsolve.gp.LovePosterior` draws through its low-rank root instead).
         """
         check_generator(generator)
-        if isinstance(s, bool) or not isinstance(s, int) or s < 1:
-            raise ValueError(f"s must be a positive int, got {s!r}")
-        S = self.sample_root()
-        if S is not None:
-            Z = rnd.randn((S.shape[1], s), generator=generator, dtype=S.dtype, device=S.device)
-            return self._present_samples(self._flat_mean.unsqueeze(-1) + S @ Z)
+        check_positive_int(s, "s")
+        return self._present_samples(self._flat_mean.unsqueeze(-1) + self._deviations(s, generator))
+
+    def _deviations(self, s: int, generator: torch.Generator | None) -> torch.Tensor:
+        """``s`` draws of ``f − mean`` in flat class-major order, shape ``(C t, s)``."""
         C = self.cov()
         C = 0.5 * (C + C.mT)
         L, info = torch.linalg.cholesky_ex(C)
@@ -178,7 +155,7 @@ class GaussianPosterior:
                 C + jitter * torch.eye(C.shape[0], dtype=C.dtype, device=C.device)
             )
         Z = rnd.randn((C.shape[0], s), generator=generator, dtype=C.dtype, device=C.device)
-        return self._present_samples(self._flat_mean.unsqueeze(-1) + L @ Z)
+        return L @ Z
 
     def _present_samples(self, F: torch.Tensor) -> torch.Tensor:
         if self.num_latent == 1:
@@ -187,6 +164,6 @@ class GaussianPosterior:
 
     def __repr__(self) -> str:
         return (
-            f"GaussianPosterior(t={self.mean.shape[0]}, latent={self.num_latent}, "
+            f"{type(self).__name__}(t={self.mean.shape[0]}, latent={self.num_latent}, "
             f"calibrated={self.calibrated}, dtype={self._flat_mean.dtype})"
         )

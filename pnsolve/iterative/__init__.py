@@ -48,6 +48,7 @@ Conventions common to all three (Lin et al., Appendix B):
   start has ``R = B̃`` for free.
 """
 
+from .._core.deprecation import renamed_attributes
 from ._common import DEFAULT_MAX_EPOCHS
 from .affine import AffineMethod, AffineSolveInfo, SweepOperator, affine_solve
 from .alternating_projections import AlternatingProjections
@@ -56,7 +57,7 @@ from .chebyshev import Chebyshev
 from .cyclic_projections import CyclicProjections
 from .gauss_seidel import GaussSeidel
 from .info import KernelSolveInfo
-from .richardson import Jacobi, Richardson
+from .richardson import JacobiIteration, Richardson
 from .sgd import StochasticGradientDescent
 from .spectral_bounds import SpectralBounds, spectral_bounds
 from .system import KernelSystem
@@ -70,7 +71,7 @@ __all__ = [
     "ConjugateGradients",
     "CyclicProjections",
     "GaussSeidel",
-    "Jacobi",
+    "JacobiIteration",
     "KernelSolveInfo",
     "KernelSystem",
     "Richardson",
@@ -80,3 +81,6 @@ __all__ = [
     "affine_solve",
     "spectral_bounds",
 ]
+
+#: Old names, importable with a DeprecationWarning.
+__getattr__ = renamed_attributes(__name__, {"Jacobi": "JacobiIteration"})

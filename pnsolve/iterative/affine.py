@@ -64,6 +64,18 @@ class Sweeper(abc.ABC):
         """The set-up's numbers (damping, eigenvalue bounds), for the info."""
         return {}
 
+    @staticmethod
+    def step(A: LinearOperator, X: torch.Tensor, R: torch.Tensor, D: torch.Tensor) -> float | None:
+        """``X += D`` and ``R −= A D`` in place (one product); the new ``‖R[:, 0]‖``.
+
+        ``None`` once ``R`` is no longer finite (the caller says why it diverged).
+        """
+        X += D
+        R -= A @ D
+        if not bool(torch.isfinite(R).all()):
+            return None
+        return float(torch.linalg.vector_norm(R[:, 0]))
+
 
 @dataclass(frozen=True)
 class AffineMethod(abc.ABC):
@@ -250,7 +262,7 @@ def affine_solve(
         Right-hand side, shape ``(n,)``.
     method
         An :class:`AffineMethod`: :class:`~pnsolve.iterative.GaussSeidel`,
-        :class:`~pnsolve.iterative.Jacobi`, :class:`~pnsolve.iterative.Richardson`,
+        :class:`~pnsolve.iterative.JacobiIteration`, :class:`~pnsolve.iterative.Richardson`,
         :class:`~pnsolve.iterative.Chebyshev` or
         :class:`~pnsolve.iterative.CyclicProjections`.
     x0
@@ -286,8 +298,8 @@ def affine_solve(
     """
     if not isinstance(method, AffineMethod):
         raise TypeError(
-            f"method must be a pnsolve.iterative.AffineMethod (GaussSeidel, Jacobi, Richardson, "
-            f"Chebyshev, CyclicProjections), got {type(method).__name__}"
+            "method must be a pnsolve.iterative.AffineMethod (GaussSeidel, JacobiIteration, "
+            f"Richardson, Chebyshev, CyclicProjections), got {type(method).__name__}"
         )
     P = method.operator(A)
     op = P.A

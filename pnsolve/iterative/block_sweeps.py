@@ -36,9 +36,9 @@ class BlockSweeper(Sweeper):
         :class:`~pnsolve.iterative.KernelSystem`, or anything with ``row_block``).
     block_size
         Rows per block (capped at ``n``).
-    passes
-        The passes of one sweep, ``False`` forward and ``True`` backward: ``(False,)``
-        a forward sweep, ``(False, True)`` a symmetric one.
+    symmetric
+        Whether a sweep is a forward pass then a backward one (symmetric) or a forward
+        pass only.
     kind
         ``"triangular"`` (point Gauss–Seidel: ``S_I`` the lower triangle of ``A[I, I]``)
         or ``"cholesky"`` (block Gauss–Seidel: ``S_I = A[I, I]``).
@@ -56,18 +56,19 @@ class BlockSweeper(Sweeper):
         self,
         A: LinearOperator,
         block_size: int,
-        passes: tuple[bool, ...],
+        symmetric: bool,
         kind: str,
         what: str,
     ) -> None:
         n = A.shape[0]
         b = min(block_size, n)
         self.blocks = [(lo, min(lo + b, n)) for lo in range(0, n, b)]
-        self.passes = passes
+        #: The passes of one sweep: ``False`` forward, ``True`` backward.
+        self.passes = (False, True) if symmetric else (False,)
         self.kind = kind
         self.what = what
-        self.symmetric = tuple(not p for p in reversed(passes)) == passes
-        self.row_passes_per_sweep = len(passes)
+        self.symmetric = symmetric
+        self.row_passes_per_sweep = len(self.passes)
         self._rows = _rows(A, self.blocks)
         with torch.no_grad():
             self._factors = [self._factor(i) for i in range(len(self.blocks))]

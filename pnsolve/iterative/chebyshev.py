@@ -106,14 +106,13 @@ class ChebyshevSweeper(Sweeper):
         D = R / theta
         norms = []
         for step in range(sweeps):
-            X += D
-            R -= self.A @ D
-            norms.append(float(torch.linalg.vector_norm(R[:, 0])))
-            if not bool(torch.isfinite(R).all()):
+            norm = self.step(self.A, X, R, D)
+            if norm is None:
                 raise ArithmeticError(
                     f"Chebyshev: the residual became non-finite at step {step + 1} (is upper "
                     "below λ_max?)"
                 )
+            norms.append(norm)
             if step + 1 < sweeps:
                 rho_next = 1.0 / (2.0 * sigma - rho)
                 D = (rho_next * rho) * D + (2.0 * rho_next / delta) * R

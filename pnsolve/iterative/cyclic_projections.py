@@ -65,5 +65,6 @@ class CyclicProjections(AffineMethod):
         check_positive_int(self.block_size, "block_size")
 
     def _sweeper(self, A: LinearOperator) -> BlockSweeper:
-        passes = (False, True) if self.symmetric else (False,)
-        return BlockSweeper(A, self.block_size, passes, "cholesky", "alternating projections")
+        return BlockSweeper(
+            A, self.block_size, self.symmetric, "cholesky", "alternating projections"
+        )

@@ -62,5 +62,4 @@ class GaussSeidel(AffineMethod):
         check_positive_int(self.block_size, "block_size")
 
     def _sweeper(self, A: LinearOperator) -> BlockSweeper:
-        passes = (False, True) if self.symmetric else (False,)
-        return BlockSweeper(A, self.block_size, passes, "triangular", "Gauss–Seidel")
+        return BlockSweeper(A, self.block_size, self.symmetric, "triangular", "Gauss–Seidel")

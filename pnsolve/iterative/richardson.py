@@ -8,12 +8,13 @@ from typing import ClassVar
 
 import torch
 
+from .._core.deprecation import renamed_attributes
 from .._core.validation import check_positive_int
 from ..linops.base import LinearOperator
 from .affine import AffineMethod, Sweeper
 from .spectral_bounds import check_positive_diagonal, spectral_bounds
 
-__all__ = ["Jacobi", "Richardson"]
+__all__ = ["JacobiIteration", "Richardson"]
 
 _BOUNDS = ("lanczos", "gershgorin")
 
@@ -95,7 +96,7 @@ class Richardson(_Damped):
 
 
 @dataclass(frozen=True)
-class Jacobi(_Damped):
+class JacobiIteration(_Damped):
     """Damped Jacobi iteration ``x ← x + ω D⁻¹ (b − A x)``: the splitting ``M = D/ω``.
 
     Richardson on the diagonally scaled system: ``P_m = ω Σ_{j<m} (I − ωD⁻¹A)^j D⁻¹``
@@ -124,7 +125,7 @@ class Jacobi(_Damped):
 
 
 class DampedSweeper(Sweeper):
-    """The sweeps of :class:`Richardson` and :class:`Jacobi` (one product each)."""
+    """The sweeps of :class:`Richardson` and :class:`JacobiIteration` (one product each)."""
 
     products_per_sweep = 1
     symmetric = True
@@ -138,7 +139,7 @@ class DampedSweeper(Sweeper):
         params: dict[str, float],
     ) -> None:
         self.A = A
-        self.step = omega if scale is None else omega * scale
+        self.factor = omega if scale is None else omega * scale
         self.setup_products = setup_products
         self._params = params
 
@@ -150,12 +151,14 @@ class DampedSweeper(Sweeper):
         """``X += ω S R``, ``R −= A ω S R``, ``sweeps`` times (symmetric: ``transpose`` ignored)."""
         norms = []
         for sweep in range(sweeps):
-            D = self.step * R
-            X += D
-            R -= self.A @ D
-            norms.append(float(torch.linalg.vector_norm(R[:, 0])))
-            if not bool(torch.isfinite(R).all()):
+            norm = self.step(self.A, X, R, self.factor * R)
+            if norm is None:
                 raise ArithmeticError(
                     f"the residual became non-finite at sweep {sweep + 1} (damping too large?)"
                 )
+            norms.append(norm)
         return norms
+
+
+#: ``Jacobi`` (renamed: the preconditioner pnsolve.preconditioners.Jacobi owns the name).
+__getattr__ = renamed_attributes(__name__, {"Jacobi": "JacobiIteration"})

@@ -53,7 +53,7 @@ def spectral_bounds(
 ) -> SpectralBounds:
     """Eigenvalue interval of ``A`` (or of ``D^{-1/2} A D^{-1/2}`` with ``jacobi=True``).
 
-    Used to set the damping of :class:`~pnsolve.iterative.Jacobi` and
+    Used to set the damping of :class:`~pnsolve.iterative.JacobiIteration` and
     :class:`~pnsolve.iterative.Richardson` and the interval of
     :class:`~pnsolve.iterative.Chebyshev`. It reads ``A`` only, so the methods stay
     affine (``x_m = P_m b`` with ``P_m`` independent of ``b``).

@@ -242,7 +242,7 @@ class KernelSystem(LinearOperator):
             else:
                 rows = K[idx]
             # K is exactly symmetric, so K[:, I] W = (Wᵀ K[I, :])ᵀ: one GEMM over contiguous
-            # rows, 1.5× faster than the skinny product with strided columns (DESIGN §7);
+            # rows, 1.5× faster than the skinny product with strided columns (measured);
             # the result is a transposed view (column-contiguous), which callers that keep
             # their residual in the same layout update without a copy
             out = torch.mm(W.mT, rows).mT

@@ -18,7 +18,13 @@ import abc
 import torch
 
 from .._core import random as rnd
-from .._core.validation import check_finite, check_generator, check_tensor
+from .._core.validation import (
+    check_choice,
+    check_finite,
+    check_positive_int,
+    check_tensor,
+    require_generator,
+)
 from ..linops.base import LinearOperator
 
 __all__ = ["Likelihood", "curvature_floor"]
@@ -200,17 +206,14 @@ class Likelihood(abc.ABC):
             raise ValueError(
                 f"var must have the shape of mean {tuple(mean.shape)}, got {tuple(var.shape)}"
             )
-        if var.dtype != mean.dtype or var.device != mean.device:
-            raise TypeError(
-                f"var ({var.dtype} on {var.device}) must match mean ({mean.dtype} on {mean.device})"
-            )
+        if var.dtype != mean.dtype:
+            raise TypeError(f"var has dtype {var.dtype} but mean has {mean.dtype}")
+        if var.device != mean.device:
+            raise ValueError(f"var is on device {var.device} but mean on {mean.device}")
         if bool((var < 0).any()):
             raise ValueError("var must be non-negative")
-        if method == "mc":
+        if check_choice(method, "method", (*self.analytic_methods, "mc")) == "mc":
             return self._predict_mc(mean, var, num_samples, generator)
-        if method not in self.analytic_methods:
-            allowed = ", ".join(repr(m) for m in (*self.analytic_methods, "mc"))
-            raise ValueError(f"method must be one of {allowed}, got {method!r}")
         return self._predict_analytic(mean, var)
 
     # ------------------------------------------------------------------- layout
@@ -255,14 +258,12 @@ class Likelihood(abc.ABC):
     def _predict_mc(
         self, mean: torch.Tensor, var: torch.Tensor, num_samples: int, generator: object
     ) -> torch.Tensor:
-        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
-            raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
-        gen = check_generator(generator)
-        if gen is None:
-            raise ValueError(
-                'method="mc" draws random latent samples and needs a generator: pass '
-                "generator=torch.Generator().manual_seed(...)"
-            )
+        check_positive_int(num_samples, "num_samples")
+        gen = require_generator(
+            generator,
+            hint='method="mc" draws random latent samples: pass '
+            "generator=torch.Generator().manual_seed(...)",
+        )
         std = var.sqrt()
         chunk = max(1, _MC_CHUNK // max(1, mean.numel()))
         total = torch.zeros_like(mean)

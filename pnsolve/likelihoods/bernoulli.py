@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .._core.validation import check_binary_labels
+from .._core.validation import check_binary_labels, check_choice
 from ..linops.diagonal import Diagonal
 from .base import Likelihood, curvature_floor
 
@@ -52,8 +52,7 @@ class Bernoulli(Likelihood):
     analytic_methods = ("probit",)
 
     def __init__(self, link: str = "logit") -> None:
-        if link not in ("logit", "probit"):
-            raise ValueError(f'link must be "logit" or "probit", got {link!r}')
+        check_choice(link, "link", ("logit", "probit"))
         self._link = link
 
     @property

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .._core.validation import check_real_targets
+from .._core.validation import check_positive_number, check_real_targets
 from ..linops.scaled_identity import ScaledIdentity
 from .base import Likelihood
 
@@ -37,16 +37,7 @@ class Gaussian(Likelihood):
     analytic_methods = ("closed_form", "probit")
 
     def __init__(self, noise: float | torch.Tensor = 1.0) -> None:
-        if isinstance(noise, torch.Tensor):
-            if noise.ndim != 0 or not noise.is_floating_point():
-                raise ValueError(f"noise must be a floating scalar, got shape {tuple(noise.shape)}")
-            value = float(noise.detach())
-        elif isinstance(noise, int | float) and not isinstance(noise, bool):
-            value = float(noise)
-        else:
-            raise TypeError(f"noise must be a positive number, got {type(noise).__name__}")
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"noise must be finite and positive, got {value}")
+        check_positive_number(noise, "noise", what="variance", tensor=True)
         self._noise_value = noise
 
     @property

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .._core.validation import check_class_labels
+from .._core.validation import check_class_labels, check_int
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from .base import Likelihood
@@ -44,9 +44,7 @@ class Softmax(Likelihood):
     analytic_methods = ("probit",)
 
     def __init__(self, num_classes: int) -> None:
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-            raise ValueError(f"num_classes must be an int ≥ 2, got {num_classes!r}")
-        self._num_classes = num_classes
+        self._num_classes = check_int(num_classes, "num_classes", minimum=2)
 
     @property
     def num_latent(self) -> int:  # type: ignore[override]

@@ -10,7 +10,7 @@ block of actions); the solver applies ``A`` to it once. Built-ins:
 - :class:`Random`: i.i.d. Gaussian, Rademacher or sparse-sign directions.
 - :class:`Lanczos`: orthonormal Krylov basis vectors (no extra product), started from
   the residual (CG's space) or from a ``b``-independent vector.
-- :class:`PivotedCholesky`: the columns of ``A``'s greedy pivoted Cholesky factor
+- :class:`PivotedCholeskyActions`: the columns of ``A``'s greedy pivoted Cholesky factor
   (subset of regressors / Nyström with greedily chosen inducing points).
 - :class:`PseudoInput`: kernel columns ``k(X, z_j)`` at pseudo-inputs.
 - :class:`Projected`: another policy's actions times a projector (singular systems).
@@ -21,19 +21,20 @@ block of actions); the solver applies ``A`` to it once. Built-ins:
 Every policy says whether it is :attr:`~Policy.adaptive` (its actions may depend on
 ``b``): ``CG``, ``Lanczos()`` (residual start), ``UnitVector("pivot")``, ``Recycled``
 and ``Custom`` (both unless declared otherwise) are; ``Random``, ``PseudoInput``,
-``PivotedCholesky``, ``UnitVector("sequential" | "random" | "schur")`` and
+``PivotedCholeskyActions``, ``UnitVector("sequential" | "random" | "schur")`` and
 ``Lanczos(start="random" | tensor)`` are not; ``Mixed``/``Switch`` are adaptive if a
 part is, ``Projected`` if the wrapped policy is. Beliefs built from non-adaptive
 actions only are exact Gaussian inference and calibrated (``belief.calibrated``);
 CG's are not: its covariance is no error bar.
 """
 
+from .._core.deprecation import renamed_attributes
 from .base import Policy
 from .cg import CG
 from .composite import Mixed, Switch
 from .custom import Custom
 from .lanczos_actions import Lanczos, LanczosMemory
-from .pivoted_cholesky import PivotedCholesky, PivotedCholeskyMemory
+from .pivoted_cholesky import PivotedCholeskyActions, PivotedCholeskyMemory
 from .projected import Projected
 from .pseudo_input import PseudoInput, PseudoInputMemory
 from .random_actions import Random
@@ -46,7 +47,7 @@ __all__ = [
     "Lanczos",
     "LanczosMemory",
     "Mixed",
-    "PivotedCholesky",
+    "PivotedCholeskyActions",
     "PivotedCholeskyMemory",
     "Policy",
     "Projected",
@@ -59,3 +60,6 @@ __all__ = [
     "UnitVector",
     "UnitVectorMemory",
 ]
+
+#: Old names, importable with a DeprecationWarning.
+__getattr__ = renamed_attributes(__name__, {"PivotedCholesky": "PivotedCholeskyActions"})

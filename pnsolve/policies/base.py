@@ -33,7 +33,7 @@ class Policy(abc.ABC):
         earlier solves. A **non-adaptive** policy builds its actions from ``A``, fixed
         data and the solve's generator only. Conditioning on such actions is exact
         Gaussian inference, so its beliefs are calibrated on solutions drawn from the
-        prior (DESIGN §5, Calibration): the solver marks them ``belief.calibrated``.
+        prior (see the Calibration page of the docs): the solver marks them ``belief.calibrated``.
         Adaptive actions (CG's residuals) make the belief's covariance a heuristic,
         not an error bar.
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .._core.deprecation import renamed_attributes
 from .._core.errors import MissingStructureError
 from ..linops.base import LinearOperator
 from ._common import check_block_size, own_memory, zero_action
@@ -16,12 +17,12 @@ from .base import Policy
 if TYPE_CHECKING:
     from ..solvers.state import SolverState
 
-__all__ = ["PivotedCholesky", "PivotedCholeskyMemory"]
+__all__ = ["PivotedCholeskyActions", "PivotedCholeskyMemory"]
 
 
 @dataclass(frozen=True, eq=False)
 class PivotedCholeskyMemory:
-    """Per-run memory of :class:`PivotedCholesky`: the partial factorisation so far.
+    """Per-run memory of :class:`PivotedCholeskyActions`: the partial factorisation so far.
 
     Attributes
     ----------
@@ -43,7 +44,7 @@ class PivotedCholeskyMemory:
     stop: float
 
 
-class PivotedCholesky(Policy):
+class PivotedCholeskyActions(Policy):
     """Actions ``l_1, l_2, …``: the columns of ``A``'s greedy pivoted Cholesky factor.
 
     Each step picks the pivot ``j`` with the largest diagonal entry of the Schur
@@ -84,7 +85,7 @@ class PivotedCholesky(Policy):
     >>> import torch, pnsolve as pn
     >>> A = torch.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
     >>> b = torch.tensor([1.0, 2.0], dtype=torch.float64)
-    >>> policy, stop = pn.policies.PivotedCholesky(), pn.stopping.MaxIterations(2)
+    >>> policy, stop = pn.policies.PivotedCholeskyActions(), pn.stopping.MaxIterations(2)
     >>> belief, info = pn.ProbabilisticLinearSolver(policy, stop).solve(A, b)
     >>> bool(torch.allclose(belief.mean, torch.linalg.solve(A, b))), belief.calibrated
     (True, True)
@@ -112,8 +113,8 @@ class PivotedCholesky(Policy):
             d = A.diagonal().detach().to(dtype=b.dtype, device=b.device).clone()
         except MissingStructureError as e:
             raise MissingStructureError(
-                f"PivotedCholesky needs the diagonal of A, which {type(A).__name__} does not "
-                "provide; call to_dense() or choose another policy"
+                f"PivotedCholeskyActions needs the diagonal of A, which {type(A).__name__} does "
+                "not provide; call to_dense() or choose another policy"
             ) from e
         tol = n * torch.finfo(b.dtype).eps if self.tol is None else self.tol
         stop = tol * float(d.clamp_min(0).sum())
@@ -153,10 +154,14 @@ class PivotedCholesky(Policy):
             return A.row_block([j])[0].detach()
         except MissingStructureError as e:
             raise MissingStructureError(
-                f"PivotedCholesky reads columns of A as rows, and {type(A).__name__} has no "
-                "structured row access; call to_dense() or choose another policy"
+                f"PivotedCholeskyActions reads columns of A as rows, and {type(A).__name__} has "
+                "no structured row access; call to_dense() or choose another policy"
             ) from e
 
     def __repr__(self) -> str:
         tol = "" if self.tol is None else f", tol={self.tol}"
-        return f"PivotedCholesky(block_size={self.block_size}{tol})"
+        return f"PivotedCholeskyActions(block_size={self.block_size}{tol})"
+
+
+#: ``PivotedCholesky`` (renamed: the preconditioner owns the name).
+__getattr__ = renamed_attributes(__name__, {"PivotedCholesky": "PivotedCholeskyActions"})

@@ -265,7 +265,7 @@ def kernel_gram(
     n, d
         Number of inputs and their dimension.
     lengthscale, outputscale
-        Kernel hyperparameters (DESIGN §6 convention).
+        Kernel hyperparameters (``outputscale`` multiplies, as in GPyTorch).
     noise
         Positive noise variance added to the diagonal (makes ``A`` SPD).
     kernel

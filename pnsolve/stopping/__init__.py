@@ -3,15 +3,17 @@
 Limits: :class:`MaxIterations`, :class:`MatvecBudget` (columns multiplied) and
 :class:`EpochBudget` (kernel entries, in epochs, of an operator that counts them such
 as :class:`pnsolve.iterative.KernelSystem`); goals: :class:`ResidualNorm`,
-:class:`PosteriorContraction`.
+:class:`PosteriorContraction`. ``a | b`` builds :class:`AnyOf`, ``a & b`` :class:`AllOf`
+and ``~a`` :class:`Not`.
 """
 
-from .base import All, Any, Not, StoppingCriterion
+from .._core.deprecation import renamed_attributes
+from .base import AllOf, AnyOf, Not, StoppingCriterion
 from .criteria import EpochBudget, MatvecBudget, MaxIterations, PosteriorContraction, ResidualNorm
 
 __all__ = [
-    "All",
-    "Any",
+    "AllOf",
+    "AnyOf",
     "EpochBudget",
     "MatvecBudget",
     "MaxIterations",
@@ -20,3 +22,6 @@ __all__ = [
     "ResidualNorm",
     "StoppingCriterion",
 ]
+
+#: Old names, importable with a DeprecationWarning.
+__getattr__ = renamed_attributes(__name__, {"Any": "AnyOf", "All": "AllOf"})

@@ -5,12 +5,13 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, cast
 
+from .._core.deprecation import renamed_attributes
 from .._core.stop_reason import StopReason
 
 if TYPE_CHECKING:
     from ..solvers.state import SolverState
 
-__all__ = ["All", "Any", "Not", "StoppingCriterion"]
+__all__ = ["AllOf", "AnyOf", "Not", "StoppingCriterion"]
 
 
 class StoppingCriterion(abc.ABC):
@@ -19,7 +20,8 @@ class StoppingCriterion(abc.ABC):
     Criteria are immutable configuration. One that needs precomputed quantities
     returns them from :meth:`initial_memory`; the solver keeps them in
     ``state.stopping_memory``. Compose criteria with ``a | b`` (stop when either
-    fires), ``a & b`` (when both fire) and ``~a`` (when ``a`` does not fire).
+    fires: :class:`AnyOf`), ``a & b`` (when both fire: :class:`AllOf`) and ``~a`` (when
+    ``a`` does not fire: :class:`Not`).
     """
 
     def initial_memory(self, state: SolverState) -> object:
@@ -35,10 +37,10 @@ class StoppingCriterion(abc.ABC):
         return self.check(state, state.stopping_memory)
 
     def __or__(self, other: StoppingCriterion) -> StoppingCriterion:
-        return Any(self, other)
+        return AnyOf(self, other)
 
     def __and__(self, other: StoppingCriterion) -> StoppingCriterion:
-        return All(self, other)
+        return AllOf(self, other)
 
     def __invert__(self) -> StoppingCriterion:
         return Not(self)
@@ -61,7 +63,7 @@ class _Composite(StoppingCriterion):
         return tuple(c.initial_memory(state) for c in self.criteria)
 
     def __repr__(self) -> str:
-        op = " | " if isinstance(self, Any) else " & "
+        op = " | " if isinstance(self, AnyOf) else " & "
         return "(" + op.join(repr(c) for c in self.criteria) + ")"
 
 
@@ -70,7 +72,7 @@ class _Composite(StoppingCriterion):
 _SUCCESS = (StopReason.CONVERGED, StopReason.ZERO_RHS, StopReason.CONTRACTION)
 
 
-class Any(_Composite):
+class AnyOf(_Composite):
     """Stops when any criterion fires.
 
     The recorded reason is the first success reason among those that fired
@@ -93,7 +95,7 @@ class Any(_Composite):
         return next((r for r in fired if r in _SUCCESS), fired[0])
 
 
-class All(_Composite):
+class AllOf(_Composite):
     """Stops when every criterion fires; the first one's reason is recorded."""
 
     def check(self, state: SolverState, memory: object) -> StopReason | None:
@@ -126,3 +128,7 @@ class Not(StoppingCriterion):
 
     def __repr__(self) -> str:
         return f"~{self.criterion!r}"
+
+
+#: ``Any``/``All`` (renamed: ``Any`` shadowed ``typing.Any`` wherever both were imported).
+__getattr__ = renamed_attributes(__name__, {"Any": "AnyOf", "All": "AllOf"})

@@ -14,7 +14,7 @@ from pnsolve.iterative import (
     Chebyshev,
     CyclicProjections,
     GaussSeidel,
-    Jacobi,
+    JacobiIteration,
     Richardson,
 )
 
@@ -25,7 +25,7 @@ def splitting(A: torch.Tensor, method: pn.iterative.AffineMethod, damping: float
     D = torch.diag(A.diagonal())
     if isinstance(method, Richardson):
         return torch.eye(n, dtype=A.dtype) / damping
-    if isinstance(method, Jacobi):
+    if isinstance(method, JacobiIteration):
         return D / damping
     if isinstance(method, GaussSeidel):
         lower, diag, upper = A.tril(), D, A.triu()  # D + L, D, D + U
@@ -79,7 +79,7 @@ def methods(m: int) -> dict[str, pn.iterative.AffineMethod]:
     return {
         "gauss_seidel": GaussSeidel(m, block_size=5),
         "gauss_seidel_forward": GaussSeidel(m, symmetric=False, block_size=7),
-        "jacobi": Jacobi(m),
+        "jacobi": JacobiIteration(m),
         "richardson": Richardson(m),
         "richardson_gershgorin": Richardson(m, bound="gershgorin"),
         "chebyshev": Chebyshev(m),

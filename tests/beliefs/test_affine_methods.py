@@ -17,7 +17,7 @@ from pnsolve.iterative import (
     Chebyshev,
     CyclicProjections,
     GaussSeidel,
-    Jacobi,
+    JacobiIteration,
     Richardson,
     affine_solve,
     spectral_bounds,
@@ -118,7 +118,11 @@ def test_products_and_row_passes_are_counted():
     A = spd(N)
     b = torch.ones(N, dtype=A.dtype)
     # Jacobi, Richardson, Chebyshev: one product per sweep plus the Lanczos set-up
-    for method in (Jacobi(6, lanczos_steps=5), Richardson(6, lanczos_steps=5), Chebyshev(6)):
+    for method in (
+        JacobiIteration(6, lanczos_steps=5),
+        Richardson(6, lanczos_steps=5),
+        Chebyshev(6),
+    ):
         op = CountingOperator(pn.linops.Dense(A))
         _, info = affine_solve(op, b, method)
         steps = getattr(method, "lanczos_steps", 10)
@@ -192,7 +196,7 @@ def test_spectral_bounds_enclose_the_spectrum():
 
 
 @pytest.mark.parametrize(
-    "make", [GaussSeidel, Jacobi, Richardson, Chebyshev, CyclicProjections], ids=str
+    "make", [GaussSeidel, JacobiIteration, Richardson, Chebyshev, CyclicProjections], ids=str
 )
 def test_sweeps_must_be_a_positive_int(make):
     with pytest.raises(ValueError, match="sweeps"):
@@ -207,7 +211,7 @@ def test_settings_are_checked_and_named():
     with pytest.raises(ValueError, match="block_size"):
         CyclicProjections(2, block_size=0)
     with pytest.raises(ValueError, match="damping"):
-        Jacobi(2, damping=-1.0)
+        JacobiIteration(2, damping=-1.0)
     with pytest.raises(ValueError, match="bound"):
         Richardson(2, bound="power")
     with pytest.raises(ValueError, match="lower"):
@@ -234,7 +238,7 @@ def test_non_spd_operators_raise_naming_A():
     A = spd(N)
     negative_diagonal = A.clone()
     negative_diagonal[3, 3] = -1.0
-    for method in (GaussSeidel(1), Jacobi(1)):
+    for method in (GaussSeidel(1), JacobiIteration(1)):
         with pytest.raises(
             pn.NotPositiveDefiniteError, match=r"A is not positive definite.*A\[3, 3\]"
         ):

@@ -25,7 +25,7 @@ from pnsolve.iterative import (
     Chebyshev,
     CyclicProjections,
     GaussSeidel,
-    Jacobi,
+    JacobiIteration,
     Richardson,
 )
 from pnsolve.testing import exact_tol, iterative_tol, krylov_tol
@@ -44,7 +44,7 @@ def _methods(m: int, noise: float = NOISE) -> dict[str, pn.iterative.AffineMetho
     return {
         "gauss_seidel": GaussSeidel(m, block_size=16),
         "gauss_seidel_forward": GaussSeidel(m, symmetric=False),
-        "jacobi": Jacobi(m),
+        "jacobi": JacobiIteration(m),
         "richardson": Richardson(m, bound="gershgorin"),
         "chebyshev": Chebyshev(m, lower=noise),
         "cyclic_projections": CyclicProjections(m, block_size=16),

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.gp import LoveCache
+from pnsolve.gp import GaussianPosterior, LoveCache, LovePosterior
 from pnsolve.gp.belief_posterior import belief_posterior
+from pnsolve.gp.fit_state import FitChangedError
 from pnsolve.testing import exact_tol, iterative_tol, krylov_tol, rtol_for
 
 F64 = torch.float64
@@ -91,7 +92,9 @@ def test_love_user_probe_and_cache_on_the_posterior():
     assert isinstance(cache, LoveCache) and cache.rank == 7
     assert not hasattr(gp, "love_cache")
     torch.testing.assert_close(cache.Q[:, 0], probe / probe.norm())
-    assert gp.posterior(Xs).love_cache is None
+    assert isinstance(post, LovePosterior)
+    exact = gp.posterior(Xs)  # the general posterior knows nothing of LOVE
+    assert type(exact) is GaussianPosterior and not hasattr(exact, "love_cache")
 
 
 def _attributes(model):
@@ -138,18 +141,52 @@ def test_love_posterior_is_the_belief_posterior_of_its_cache():
     )
     assert torch.equal(love.mean, ref.mean) and torch.equal(love.var, ref.var)
     torch.testing.assert_close(love.cov(), ref.cov(), rtol=0, atol=exact_tol(F64, 90))
-    assert ref.sample_root() is None and love.sample_root() is not None
-    with pytest.raises(ValueError, match="prior_operator"):
-        belief_posterior(
-            cross=gp.kernel.linop(Xs, X),
-            prior_var=gp.kernel.diag(Xs),
-            prior_cov=lambda: gp.kernel(Xs),
-            weights=gp.belief.mean,
-            offset=0.0,
-            A=gp.A,
-            V=cache.R,
-            cache=cache,
-        )
+    assert type(ref) is GaussianPosterior and not hasattr(ref, "sample_root")
+    assert isinstance(love, LovePosterior) and love.sample_root() is not None
+
+
+def test_love_posterior_is_a_gaussian_posterior_apart():
+    # The split: GaussianPosterior (pnsolve.gp.posterior) does not know LOVE; the LOVE
+    # parts (love_cache, the low-rank sampling root) live in the LovePosterior subclass.
+    import pnsolve.gp.posterior as general
+
+    assert not [name for name in vars(general) if "love" in name.lower()]  # no LOVE import
+    assert issubclass(LovePosterior, GaussianPosterior)
+    assert not hasattr(GaussianPosterior, "sample_root")
+    assert not hasattr(GaussianPosterior(torch.zeros(2), torch.ones(2), torch.eye), "love_cache")
+    X, y, Xs = _data(n=60, t=9)
+    gp = pn.gp.ExactGP(_kernel(), noise=0.05).fit(X, y)
+    post = gp.posterior(Xs, method="love", rank=12)
+    assert repr(post).startswith("LovePosterior(t=9,")
+    g = torch.Generator().manual_seed(3)
+    draws = post.sample(4, generator=g)
+    S = post.sample_root()
+    g.manual_seed(3)
+    z = torch.randn(S.shape[1], 4, generator=g, dtype=F64)
+    torch.testing.assert_close(draws, post.mean.unsqueeze(-1) + S @ z, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("model", ["exact", "iter"])
+def test_love_posteriors_are_tied_to_their_fit(model):
+    # tie_to (from GaussianPosterior) guards the LOVE parts too: a late sampling root or
+    # math_var after a hyperparameter change is refused, what was computed stays.
+    X, y, Xs = _data(n=60, t=8)
+    k = _kernel()
+    if model == "exact":
+        gp = pn.gp.ExactGP(k, noise=0.05).fit(X, y)
+    else:
+        gp = pn.gp.IterGP(k, 0.05, pn.policies.CG(), pn.stopping.MaxIterations(6)).fit(X, y)
+    early, late = (gp.posterior(Xs, method="love", rank=6) for _ in range(2))
+    S = early.sample_root()
+    k.lengthscale = 0.2
+    assert early.sample_root() is S
+    with pytest.raises(FitChangedError):
+        late.sample_root()
+    with pytest.raises(FitChangedError):
+        late.sample(2, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(FitChangedError):
+        late.math_var  # noqa: B018
+    assert isinstance(gp.posterior(Xs, method="love", rank=6), LovePosterior)  # refitted
 
 
 # ----------------------------------------------------------------- the cache

@@ -145,7 +145,7 @@ def test_mc_draws_in_chunks_from_one_stream(monkeypatch):
     "kwargs,exc,match",
     [
         ({"method": "closed_form"}, ValueError, "method"),
-        ({"method": "mc"}, ValueError, "generator"),
+        ({"method": "mc"}, TypeError, "generator"),  # required: None is a wrong type
         ({"method": "mc", "generator": 0}, TypeError, "generator"),
         ({"method": "mc", "num_samples": 0, "generator": torch.Generator()}, ValueError, "num_"),
     ],

@@ -78,7 +78,7 @@ def test_latent_argument_checks():
         (lambda: Gaussian(noise=torch.ones(2)), ValueError, "noise"),
         (lambda: Bernoulli(link="cloglog"), ValueError, "link"),
         (lambda: Softmax(1), ValueError, "num_classes"),
-        (lambda: Softmax(2.0), ValueError, "num_classes"),
+        (lambda: Softmax(2.0), TypeError, "num_classes"),
     ],
 )
 def test_constructor_arguments(make, exc, match):

@@ -43,7 +43,7 @@ NON_ADAPTIVE = {
     "Random(rademacher)": lambda: P.Random("rademacher"),
     "Random(sparse_sign)": lambda: P.Random("sparse_sign", nnz=2),
     "PseudoInput": lambda: P.PseudoInput(pn.kernels.RBF(lengthscale=0.3), X, X[:3]),
-    "PivotedCholesky": lambda: P.PivotedCholesky(),
+    "PivotedCholeskyActions": lambda: P.PivotedCholeskyActions(),
     "Lanczos(random)": lambda: P.Lanczos(start="random"),
     "Lanczos(tensor)": lambda: P.Lanczos(start=torch.ones(6, dtype=torch.float64)),
     "Recycled(adaptive=False)": lambda: P.Recycled(_buffer(), adaptive=False),
@@ -51,7 +51,9 @@ NON_ADAPTIVE = {
     "Switch(UnitVector, Lanczos(random))": lambda: P.Switch(
         [P.UnitVector(), P.Lanczos(start="random")], at=[2]
     ),
-    "Mixed(Random, PivotedCholesky)": lambda: P.Mixed([P.Random(), P.PivotedCholesky()]),
+    "Mixed(Random, PivotedCholeskyActions)": lambda: P.Mixed(
+        [P.Random(), P.PivotedCholeskyActions()]
+    ),
     "Projected(Random)": lambda: P.Projected(P.Random(), torch.eye(6, dtype=torch.float64)),
 }
 

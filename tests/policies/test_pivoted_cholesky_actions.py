@@ -15,7 +15,7 @@ P = pn.policies
 
 def test_actions_are_the_pivoted_cholesky_factor_columns() -> None:
     problem = make_problem(15, cond=100.0, seed=4)
-    S = torch.cat(actions(P.PivotedCholesky(), problem.A, problem.b, 6), dim=1)
+    S = torch.cat(actions(P.PivotedCholeskyActions(), problem.A, problem.b, 6), dim=1)
     reference = pn.preconditioners.PivotedCholesky(problem.A, rank=6, tol=0.0)
     tol = exact_tol(S.dtype, 15) * float(problem.A.to_dense().abs().max())
     assert float((S - reference.L).abs().max()) <= tol
@@ -25,7 +25,7 @@ def test_belief_is_the_galerkin_solution_on_the_pivot_columns() -> None:
     """span(actions) = span(A E_I): the subset-of-regressors space of the pivots."""
     problem = make_problem(15, cond=100.0, seed=4)
     A, b = problem.A.to_dense(), problem.b
-    belief, info = run(P.PivotedCholesky(block_size=2), problem.A, b, 3, seed=None)
+    belief, info = run(P.PivotedCholeskyActions(block_size=2), problem.A, b, 3, seed=None)
     assert info.products == 3 and belief.rank == 6 and belief.calibrated
     pivots = pn.preconditioners.PivotedCholesky(problem.A, rank=6, tol=0.0).pivots
     S = A[:, pivots]
@@ -36,10 +36,12 @@ def test_belief_is_the_galerkin_solution_on_the_pivot_columns() -> None:
 
 def test_blocks_equal_single_steps_and_the_factorisation_completes() -> None:
     problem = make_problem(12, cond=100.0, seed=5)
-    one = torch.cat(actions(P.PivotedCholesky(), problem.A, problem.b, 12), dim=1)
-    three = torch.cat(actions(P.PivotedCholesky(block_size=3), problem.A, problem.b, 4), dim=1)
+    one = torch.cat(actions(P.PivotedCholeskyActions(), problem.A, problem.b, 12), dim=1)
+    three = torch.cat(
+        actions(P.PivotedCholeskyActions(block_size=3), problem.A, problem.b, 4), dim=1
+    )
     assert torch.allclose(one, three, atol=exact_tol(one.dtype, 12))
-    belief, info = run(P.PivotedCholesky(block_size=5), problem.A, problem.b, 10)
+    belief, info = run(P.PivotedCholeskyActions(block_size=5), problem.A, problem.b, 10)
     assert info.stop_reason is pn.StopReason.BREAKDOWN and info.iterations == 3
     err = (belief.mean - problem.x_true).norm() / problem.x_true.norm()
     assert float(err) <= krylov_tol(torch.float64, 100.0)
@@ -48,7 +50,7 @@ def test_blocks_equal_single_steps_and_the_factorisation_completes() -> None:
 def test_no_hidden_products_and_structure_is_required() -> None:
     problem = make_problem(8)
     counting = pn.testing.CountingOperator(pn.linops.as_linop(problem.A))
-    _, info = run(P.PivotedCholesky(), counting, problem.b, 4)
+    _, info = run(P.PivotedCholeskyActions(), counting, problem.b, 4)
     assert counting.products == info.products == 4
     assert counting.rows_accessed == 4 and counting.diagonal_calls >= 1
     closure = pn.linops.Closure(
@@ -58,18 +60,20 @@ def test_no_hidden_products_and_structure_is_required() -> None:
         is_symmetric=True,
         device=suite_device(),
     )
-    with pytest.raises(pn.MissingStructureError, match="PivotedCholesky needs the diagonal"):
-        run(P.PivotedCholesky(), closure, problem.b, 2)
+    with pytest.raises(pn.MissingStructureError, match="PivotedCholeskyActions needs the diagonal"):
+        run(P.PivotedCholeskyActions(), closure, problem.b, 2)
 
 
 def test_arguments_adaptive_and_repr() -> None:
     with pytest.raises(ValueError, match="block_size"):
-        P.PivotedCholesky(block_size=0)
+        P.PivotedCholeskyActions(block_size=0)
     with pytest.raises(ValueError, match="tol"):
-        P.PivotedCholesky(tol=-1.0)
-    assert not P.PivotedCholesky().adaptive
-    assert repr(P.PivotedCholesky(2)) == "PivotedCholesky(block_size=2)"
-    assert repr(P.PivotedCholesky(tol=0.1)) == "PivotedCholesky(block_size=1, tol=0.1)"
+        P.PivotedCholeskyActions(tol=-1.0)
+    assert not P.PivotedCholeskyActions().adaptive
+    assert repr(P.PivotedCholeskyActions(2)) == "PivotedCholeskyActions(block_size=2)"
+    assert (
+        repr(P.PivotedCholeskyActions(tol=0.1)) == "PivotedCholeskyActions(block_size=1, tol=0.1)"
+    )
 
 
 def test_kernel_system_matrix_free() -> None:
@@ -78,6 +82,6 @@ def test_kernel_system_matrix_free() -> None:
     k = pn.kernels.RBF(lengthscale=0.2)
     A = k.linop(X, backend="chunked") + pn.linops.ScaledIdentity(40, 0.1, dtype=X.dtype)
     b = torch.sin(6 * X[:, 0])
-    belief, info = run(P.PivotedCholesky(), A, b, 10)
+    belief, info = run(P.PivotedCholeskyActions(), A, b, 10)
     assert info.products == 10 and belief.mean.dtype == torch.float32
     assert bool(torch.isfinite(belief.mean).all())

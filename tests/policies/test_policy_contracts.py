@@ -122,14 +122,14 @@ class TestUnitVectorSchurBlocks(PolicyContract):
         return pn.policies.UnitVector("schur", block_size=5)
 
 
-class TestPivotedCholesky(PolicyContract):
+class TestPivotedCholeskyActions(PolicyContract):
     def make(self, dtype):
-        return pn.policies.PivotedCholesky()
+        return pn.policies.PivotedCholeskyActions()
 
 
 class TestPivotedCholeskyBlocks(PolicyContract):
     def make(self, dtype):
-        return pn.policies.PivotedCholesky(block_size=3)
+        return pn.policies.PivotedCholeskyActions(block_size=3)
 
 
 class TestRecycledDeclaredNonAdaptive(PolicyContract):

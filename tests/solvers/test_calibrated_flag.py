@@ -34,7 +34,7 @@ def _states(policy, iterations: int = 4, problem=None, **kwargs):
         P.UnitVector("random"),
         P.UnitVector("schur"),
         P.Lanczos(start="random"),
-        P.PivotedCholesky(),
+        P.PivotedCholeskyActions(),
         P.Mixed([P.Random(), P.UnitVector()]),
         P.Custom(
             lambda state, generator: torch.randn(10, generator=generator).double(), adaptive=False

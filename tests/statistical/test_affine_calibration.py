@@ -36,7 +36,13 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.iterative import Chebyshev, CyclicProjections, GaussSeidel, Jacobi, affine_solve
+from pnsolve.iterative import (
+    Chebyshev,
+    CyclicProjections,
+    GaussSeidel,
+    JacobiIteration,
+    affine_solve,
+)
 from pnsolve.metrics import prior_draw_calibration
 from pnsolve.problems import make_problem
 from pnsolve.testing import eps, statistical_threshold
@@ -58,7 +64,7 @@ BLOCK = 32  # cyclic projections: 5 blocks of 32 rows at N = 150
 
 GP_METHODS = {
     "gauss_seidel": lambda m: GaussSeidel(m),
-    "jacobi": lambda m: Jacobi(m),
+    "jacobi": lambda m: JacobiIteration(m),
     "chebyshev": lambda m: Chebyshev(m, lower=NOISE),  # λ_min(K̂) ≥ σ²
     "cyclic_projections": lambda m: CyclicProjections(m, block_size=BLOCK),
 }
@@ -69,7 +75,7 @@ SOLVE_SWEEPS = (2, 8)
 SOLVE_METHODS = {
     "gauss_seidel": lambda m: GaussSeidel(m, block_size=7),
     "gauss_seidel_forward": lambda m: GaussSeidel(m, symmetric=False),
-    "jacobi": lambda m: Jacobi(m),
+    "jacobi": lambda m: JacobiIteration(m),
     "chebyshev": lambda m: Chebyshev(m),
     "cyclic_projections": lambda m: CyclicProjections(m, block_size=6),
     "cyclic_projections_symmetric": lambda m: CyclicProjections(m, block_size=6, symmetric=True),

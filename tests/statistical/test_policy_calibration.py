@@ -61,7 +61,7 @@ NON_ADAPTIVE = {
     "unit_vector_random": lambda: pn.policies.UnitVector("random"),
     "unit_vector_schur": lambda: pn.policies.UnitVector("schur"),
     "lanczos_random_start": lambda: pn.policies.Lanczos(start="random"),
-    "pivoted_cholesky": lambda: pn.policies.PivotedCholesky(),
+    "pivoted_cholesky": lambda: pn.policies.PivotedCholeskyActions(),
 }
 POLICIES = {**NON_ADAPTIVE, "cg": lambda: pn.policies.CG()}
 

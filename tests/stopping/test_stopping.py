@@ -9,8 +9,8 @@ import pnsolve as pn
 from pnsolve.policies import Policy
 from pnsolve.problems import make_problem
 from pnsolve.stopping import (
-    All,
-    Any,
+    AllOf,
+    AnyOf,
     MatvecBudget,
     MaxIterations,
     Not,
@@ -65,15 +65,15 @@ def test_not_fires_while_the_wrapped_criterion_does_not():
 
 def test_composition_flattens_and_validates():
     a, b, c = MaxIterations(1), MaxIterations(2), MatvecBudget(3)
-    assert isinstance(a | b | c, Any) and len((a | b | c).criteria) == 3
-    assert isinstance(a & b & c, All) and len((a & b & c).criteria) == 3
+    assert isinstance(a | b | c, AnyOf) and len((a | b | c).criteria) == 3
+    assert isinstance(a & b & c, AllOf) and len((a & b & c).criteria) == 3
     assert len(((a | b) & c).criteria) == 2
     assert isinstance(~a, Not)
     assert repr(a | c) == "(MaxIterations(1) | MatvecBudget(3))"
     with pytest.raises(TypeError, match="StoppingCriterion"):
-        Any(a, 3)
+        AnyOf(a, 3)
     with pytest.raises(TypeError, match="StoppingCriterion"):
-        All(a, "never")
+        AllOf(a, "never")
     with pytest.raises(TypeError, match="StoppingCriterion"):
         Not(None)
 

@@ -28,12 +28,12 @@ class TestPosteriorContraction(StoppingContract):
         return pn.stopping.PosteriorContraction(torch.ones(12, dtype=dtype), rtol=1e-2)
 
 
-class TestAny(StoppingContract):
+class TestAnyOf(StoppingContract):
     def make(self, dtype):
         return pn.stopping.MaxIterations(20) | pn.stopping.ResidualNorm(rtol=1e-3)
 
 
-class TestAll(StoppingContract):
+class TestAllOf(StoppingContract):
     def make(self, dtype):
         return pn.stopping.MaxIterations(4) & pn.stopping.MatvecBudget(3)
 

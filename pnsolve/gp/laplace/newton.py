@@ -20,6 +20,7 @@ from ...linops.base import LinearOperator
 from ...linops.sum import Sum
 from ...policies.projected import Projected
 from ...solvers.solver import ProbabilisticLinearSolver
+from .._checks import check_nonnegative_number, check_optional_positive_int, check_positive_int
 from .line_search import halve_step, laplace_objective
 from .problem import LaplaceProblem
 from .state import LaplaceState, NewtonStep, NewtonStopReason, newton_record
@@ -32,22 +33,15 @@ def check_newton_config(max_newton_steps: object, newton_tol: object, max_rank: 
 
     Raises
     ------
+    TypeError
+        ``max_newton_steps`` not an int, ``newton_tol`` not a number, ``max_rank``
+        neither ``None`` nor an int (bools refused).
     ValueError
-        ``max_newton_steps`` not a positive int, ``newton_tol`` not a non-negative
-        number, or ``max_rank`` neither ``None`` nor a positive int.
+        ``max_newton_steps < 1``, ``newton_tol`` negative or NaN, ``max_rank < 1``.
     """
-    if (
-        isinstance(max_newton_steps, bool)
-        or not isinstance(max_newton_steps, int)
-        or max_newton_steps < 1
-    ):
-        raise ValueError(f"max_newton_steps must be a positive int, got {max_newton_steps!r}")
-    if not (isinstance(newton_tol, int | float) and newton_tol >= 0):
-        raise ValueError(f"newton_tol must be a non-negative number, got {newton_tol!r}")
-    if max_rank is not None and (
-        isinstance(max_rank, bool) or not isinstance(max_rank, int) or max_rank < 1
-    ):
-        raise ValueError(f"max_rank must be None or a positive int, got {max_rank!r}")
+    check_positive_int(max_newton_steps, "max_newton_steps")
+    check_nonnegative_number(newton_tol, "newton_tol")
+    check_optional_positive_int(max_rank, "max_rank")
 
 
 def newton_system(

@@ -18,7 +18,7 @@ import torch
 from ...kernels.backends.collectives import all_reduce_, partition, require_process_group
 from ...kernels.base import StationaryKernel
 from ...kernels.kernel import Kernel
-from ._checks import Problem
+from ._problem import Problem
 
 __all__ = [
     "DEFAULT_CHUNK_ENTRIES",

@@ -8,9 +8,9 @@ import torch
 
 from ..._core.precision import full_float32
 from ...kernels.base import StationaryKernel
-from .._checks import check_inputs
+from .._checks import check_inputs, check_solutions
 from ..pathwise import pathwise_update
-from ._checks import Problem, check_problem, check_solutions
+from ._problem import Problem, check_problem
 
 __all__ = ["GradientEstimator"]
 
@@ -85,7 +85,7 @@ class GradientEstimator(abc.ABC):
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
-        solutions: torch.Tensor | None,
+        solutions: torch.Tensor | None = None,
     ) -> None:
         """Accumulate the gradient estimate of ``−log p(y | θ)`` into the leaves' ``.grad``.
 
@@ -96,6 +96,8 @@ class GradientEstimator(abc.ABC):
             leaf tensors ``noise`` (and ``X``, if it requires grad) depend on.
         solutions
             ``≈ K̂⁻¹ targets``, shape ``(n, 1 + s)`` (detached on entry; from any solver).
+            Ignored by an estimator that needs no solves (:class:`ExactEstimator`: it
+            back-propagates through a Cholesky factorisation), which may omit it.
 
         Raises
         ------

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
 from ..exact import ExactGP
-from ._checks import Problem
+from ._problem import Problem
 from .base import GradientEstimator
 
 __all__ = ["ExactEstimator"]
@@ -33,24 +32,6 @@ class ExactEstimator(GradientEstimator):
 
     num_probes = 0
     needs_solves = False
-
-    def backward(
-        self,
-        kernel: StationaryKernel,
-        X: torch.Tensor,
-        noise: float | torch.Tensor,
-        y: torch.Tensor,
-        solutions: torch.Tensor | None = None,
-    ) -> None:
-        """Back-propagate ``−log p(y | θ)`` (Cholesky); ``solutions`` is ignored (may be None).
-
-        Raises
-        ------
-        ValueError
-            If ``K̂`` is not numerically positive definite, or ``solutions`` (when given)
-            has the wrong shape.
-        """
-        super().backward(kernel, X, noise, y, solutions)
 
     def _targets(self, problem: Problem) -> torch.Tensor:
         return problem.y.detach().unsqueeze(-1)

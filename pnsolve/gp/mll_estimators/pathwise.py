@@ -5,14 +5,23 @@ from __future__ import annotations
 import torch
 
 from ...kernels.base import StationaryKernel
-from .._checks import check_inputs
+from .._checks import (
+    check_bool,
+    check_inputs,
+    check_optional_positive_int,
+    check_positive_int,
+    check_stationary_kernel,
+)
 from ..pathwise import PathwiseDraws, pathwise_update
-from ._checks import Problem, check_chunk_rows, check_positive_int, check_stationary, noise_value
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
+from ._problem import Problem, noise_value
 from ._surrogate import accumulate_probe_gradient
 from .base import GradientEstimator
 
 __all__ = ["PathwiseDraws", "PathwiseEstimator"]
+
+#: Who needs the stationary kernel (in the error message).
+_RFF = "the pathwise estimator (it draws random Fourier features of it)"
 
 
 class PathwiseEstimator(FrozenDraws, GradientEstimator):
@@ -86,10 +95,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         self.num_probes = check_positive_int(num_probes, "num_probes")
         self.num_features = check_positive_int(num_features, "num_features")
         self._generator = require_generator(generator)
-        self.chunk_rows = check_chunk_rows(chunk_rows)
-        if not isinstance(distributed, bool):
-            raise TypeError(f"distributed must be a bool, got {type(distributed).__name__}")
-        self.distributed = distributed
+        self.chunk_rows = check_optional_positive_int(chunk_rows, "chunk_rows")
+        self.distributed = check_bool(distributed, "distributed")
         self._draws: PathwiseDraws | None = None
 
     # ------------------------------------------------------------------ frozen draws
@@ -159,7 +166,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
         Evaluated under the kernel's current hyperparameters (differentiable;
         ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
         """
-        kernel = check_stationary(kernel)
+        kernel = check_stationary_kernel(kernel, _RFF)
         X = check_inputs(X, "X")
         draws = self._draws
         if draws is None:
@@ -184,7 +191,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
     # --------------------------------------------------------------------- estimator
     def _targets(self, problem: Problem) -> torch.Tensor:
         kernel, X, noise, y = problem
-        kernel = check_stationary(kernel)
+        kernel = check_stationary_kernel(kernel, _RFF)
         with torch.no_grad():
             if self._draws is None:
                 self._draws = self._draw(kernel, X)
@@ -232,7 +239,7 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             2²² entries; the caller adds back the mean it subtracted from ``y``.
         """
         (bound, X, _, _), V, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
-        kernel = check_stationary(bound)
+        kernel = check_stationary_kernel(bound, _RFF)
         draws = self._require_draws(X)
         return draws.prior(kernel, Xs) + pathwise_update(kernel, Xs, X, V[:, :1] - V[:, 1:])
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 import torch
 
 from ..._core import random as rnd
-from ._checks import Problem, check_chunk_rows, check_positive_int
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_optional_positive_int,
+    check_positive_int,
+)
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
+from ._problem import Problem
 from ._surrogate import accumulate_probe_gradient
 from .base import GradientEstimator
 
@@ -84,14 +90,10 @@ class StandardEstimator(FrozenDraws, GradientEstimator):
         distributed: bool = False,
     ) -> None:
         self.num_probes = check_positive_int(num_probes, "num_probes")
-        if distribution not in _DISTRIBUTIONS:
-            raise ValueError(f"distribution must be one of {_DISTRIBUTIONS}, got {distribution!r}")
-        self.distribution = distribution
+        self.distribution = check_choice(distribution, "distribution", _DISTRIBUTIONS)
         self._generator = require_generator(generator)
-        self.chunk_rows = check_chunk_rows(chunk_rows)
-        if not isinstance(distributed, bool):
-            raise TypeError(f"distributed must be a bool, got {type(distributed).__name__}")
-        self.distributed = distributed
+        self.chunk_rows = check_optional_positive_int(chunk_rows, "chunk_rows")
+        self.distributed = check_bool(distributed, "distributed")
         self._probes: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ frozen draws

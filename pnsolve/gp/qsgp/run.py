@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ..._core.statefile import identity_mismatch as shared_identity_mismatch
 from ..._core.statefile import tensor_digest
 
 __all__ = ["FREEZE_STEPS", "QSGPRun", "QSGPTrainingState", "identity_mismatch"]
@@ -113,14 +114,5 @@ _DIGESTS = {
 
 
 def identity_mismatch(saved: Mapping[str, object], current: Mapping[str, object]) -> str | None:
-    """``None`` if two run identities agree, else a one-line list of what differs."""
-    diffs = []
-    for key in sorted(set(saved) | set(current), key=lambda k: (k in _DIGESTS, k)):
-        old, new = saved.get(key, "<absent>"), current.get(key, "<absent>")
-        if old == new:
-            continue
-        if key in _DIGESTS:
-            diffs.append(f"{key} ({_DIGESTS[key]})")
-        else:
-            diffs.append(f"{key} (checkpoint: {old!r}, this run: {new!r})")
-    return "; ".join(diffs) if diffs else None
+    """``None`` if two QSGP run identities agree, else a one-line list of what differs."""
+    return shared_identity_mismatch(saved, current, _DIGESTS)

@@ -9,17 +9,14 @@ or corrupted file is refused instead of silently changing the result of the resu
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..._core.statefile import load_verified, read_raw
+from ..._core.statefile import identity_mismatch, load_verified, read_raw, write_checksummed
 from .record import StepRecord
 
 __all__ = ["TrainingCheckpoint", "load_checkpoint", "save_checkpoint"]
@@ -90,21 +87,9 @@ def save_checkpoint(path: str | os.PathLike, state: TrainingCheckpoint | Mapping
     state
         A :class:`TrainingCheckpoint`, or a mapping with its field names as keys.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     if not isinstance(state, TrainingCheckpoint):
         state = TrainingCheckpoint(**{key: state[key] for key in _KEYS})
-    buffer = io.BytesIO()
-    torch.save(state.payload(), buffer)
-    body = buffer.getvalue()
-    header = b"%s %d %s\n" % (_MAGIC, FORMAT, hashlib.sha256(body).hexdigest().encode())
-    with tmp.open("wb") as fh:
-        fh.write(header)
-        fh.write(body)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_checksummed(path, [_MAGIC, str(FORMAT).encode()], state.payload())
 
 
 def load_checkpoint(path: str | os.PathLike) -> TrainingCheckpoint:
@@ -156,13 +141,4 @@ _DIGESTS = {
 
 def _identity_mismatch(saved: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
     """``None`` if the two identities agree, else a one-line list of the differing keys."""
-    diffs = []
-    for key in sorted(set(saved) | set(current), key=lambda k: (k in _DIGESTS, k)):
-        old, new = saved.get(key, "<absent>"), current.get(key, "<absent>")
-        if old == new:
-            continue
-        if key in _DIGESTS:
-            diffs.append(f"{key} ({_DIGESTS[key]})")
-        else:
-            diffs.append(f"{key} (checkpoint: {old!r}, this run: {new!r})")
-    return "; ".join(diffs) if diffs else None
+    return identity_mismatch(saved, current, _DIGESTS)

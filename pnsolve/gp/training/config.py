@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
-from ...kernels.kernel_matrix import BACKENDS
+from .._checks import (
+    check_backend,
+    check_bool,
+    check_choice,
+    check_int,
+    check_nonnegative_number,
+    check_positive_int,
+    check_positive_number,
+)
 
 __all__ = ["ESTIMATORS", "SOLVERS", "TrainingConfig"]
 
 SOLVERS = ("cholesky", "cg", "ap", "sgd")
 ESTIMATORS = ("exact", "standard", "pathwise")
-
-
-def _positive_int(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-def _positive(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -120,17 +115,14 @@ class TrainingConfig:
     backend: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        check_choice(self.solver, "solver", SOLVERS)
+        check_choice(self.estimator, "estimator", ESTIMATORS)
         if self.estimator == "exact" and self.solver != "cholesky":
             raise ValueError(
                 "estimator='exact' differentiates a Cholesky factorisation and runs no "
                 f"iterative solves: use solver='cholesky' (got solver={self.solver!r})"
             )
-        if not isinstance(self.warm_start, bool):
-            raise TypeError(f"warm_start must be a bool, got {type(self.warm_start).__name__}")
+        check_bool(self.warm_start, "warm_start")
         for name in (
             "steps",
             "num_probes",
@@ -141,38 +133,27 @@ class TrainingConfig:
             "init_centroids",
             "init_steps",
         ):
-            _positive_int(getattr(self, name), name)
-        if isinstance(self.preconditioner_rank, bool) or not isinstance(
-            self.preconditioner_rank, int
-        ):
-            raise ValueError(
-                f"preconditioner_rank must be a non-negative int, got {self.preconditioner_rank!r}"
-            )
-        if self.preconditioner_rank < 0:
-            raise ValueError(
-                f"preconditioner_rank must be a non-negative int, got {self.preconditioner_rank!r}"
-            )
+            check_positive_int(getattr(self, name), name)
+        check_int(self.preconditioner_rank, "preconditioner_rank", minimum=0)
         for name in ("lr", "tol", "init_value", "min_noise"):
-            _positive(getattr(self, name), name)
+            check_positive_number(getattr(self, name), name)
         for name in ("epochs_budget", "tol_probes", "sgd_lr", "max_step_residual"):
             if getattr(self, name) is not None:
-                _positive(getattr(self, name), name)
-        if not (isinstance(self.momentum, int | float) and 0 <= self.momentum < 1):
+                check_positive_number(getattr(self, name), name)
+        if not check_nonnegative_number(self.momentum, "momentum") < 1:
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
         if self.solver == "sgd" and self.epochs_budget is None and self.sgd_lr is None:
             raise ValueError(
                 "solver='sgd' to tolerance with the conservative default learning rate can "
                 "take thousands of epochs per step: give epochs_budget or a tuned sgd_lr"
             )
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        check_backend(self.backend)
         if self.backend == "distributed" and self.solver == "cholesky":
             raise ValueError(
                 'backend="distributed" splits kernel products over ranks; solver="cholesky" '
                 "forms and factors K̂ on every rank instead: use an iterative solver"
             )
-        if self.init not in ("constant", "heuristic"):
-            raise ValueError(f"init must be 'constant' or 'heuristic', got {self.init!r}")
+        check_choice(self.init, "init", ("constant", "heuristic"))
 
     def as_dict(self) -> dict[str, object]:
         """Plain dictionary (for checkpoints and logs)."""
