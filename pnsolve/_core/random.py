@@ -17,73 +17,84 @@ torch's global generator of ``device``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 __all__ = ["rademacher", "rand", "randint", "randn", "randperm"]
 
 Shape = int | tuple[int, ...] | torch.Size
+#: The data's device.
+Device = torch.device | str
+#: An explicit generator, or ``None`` for torch's global generator of the data's device.
+OptionalGenerator = torch.Generator | None
 
 
 def _shape(shape: Shape) -> tuple[int, ...]:
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
-def _where(generator: torch.Generator | None, device: torch.device | str) -> torch.device:
+def _where(generator: OptionalGenerator, device: Device) -> torch.device:
     """The device a draw is made on: the generator's (``device`` for the global one)."""
     return torch.device(device) if generator is None else generator.device
 
 
+def _draw(
+    factory: Callable[..., torch.Tensor],
+    *args: object,
+    generator: OptionalGenerator,
+    device: Device,
+    **kwargs: object,
+) -> torch.Tensor:
+    """``factory(*args, **kwargs)`` drawn on the generator's device, moved to ``device``.
+
+    Parameters
+    ----------
+    factory
+        A torch random factory (``torch.randn``, ``torch.rand``, ``torch.randint``,
+        ``torch.randperm``) taking ``generator=`` and ``device=``.
+    *args, **kwargs
+        Its other arguments (the shape as a tuple, ``dtype``, ...).
+    generator, device
+        As in the public functions of this module.
+
+    Returns
+    -------
+    torch.Tensor
+        The draw, of the factory's shape and dtype, on ``device``.
+    """
+    at = _where(generator, device)
+    return factory(*args, generator=generator, device=at, **kwargs).to(device)
+
+
 def randn(
-    shape: Shape,
-    *,
-    generator: torch.Generator | None,
-    dtype: torch.dtype,
-    device: torch.device | str,
+    shape: Shape, *, generator: OptionalGenerator, dtype: torch.dtype, device: Device
 ) -> torch.Tensor:
     """Standard normal draws of ``shape`` and ``dtype``, on ``device``."""
-    at = _where(generator, device)
-    return torch.randn(_shape(shape), generator=generator, dtype=dtype, device=at).to(device)
+    return _draw(torch.randn, _shape(shape), generator=generator, dtype=dtype, device=device)
 
 
 def rand(
-    shape: Shape,
-    *,
-    generator: torch.Generator | None,
-    dtype: torch.dtype,
-    device: torch.device | str,
+    shape: Shape, *, generator: OptionalGenerator, dtype: torch.dtype, device: Device
 ) -> torch.Tensor:
     """Uniform draws on ``[0, 1)`` of ``shape`` and ``dtype``, on ``device``."""
-    at = _where(generator, device)
-    return torch.rand(_shape(shape), generator=generator, dtype=dtype, device=at).to(device)
+    return _draw(torch.rand, _shape(shape), generator=generator, dtype=dtype, device=device)
 
 
 def randint(
-    low: int,
-    high: int,
-    shape: Shape,
-    *,
-    generator: torch.Generator | None,
-    device: torch.device | str,
+    low: int, high: int, shape: Shape, *, generator: OptionalGenerator, device: Device
 ) -> torch.Tensor:
     """Integers uniform on ``[low, high)`` (int64) of ``shape``, on ``device``."""
-    at = _where(generator, device)
-    return torch.randint(low, high, _shape(shape), generator=generator, device=at).to(device)
+    return _draw(torch.randint, low, high, _shape(shape), generator=generator, device=device)
 
 
-def randperm(
-    n: int, *, generator: torch.Generator | None, device: torch.device | str
-) -> torch.Tensor:
+def randperm(n: int, *, generator: OptionalGenerator, device: Device) -> torch.Tensor:
     """A uniformly random permutation of ``0, ..., n - 1`` (int64), on ``device``."""
-    at = _where(generator, device)
-    return torch.randperm(n, generator=generator, device=at).to(device)
+    return _draw(torch.randperm, n, generator=generator, device=device)
 
 
 def rademacher(
-    shape: Shape,
-    *,
-    generator: torch.Generator | None,
-    dtype: torch.dtype,
-    device: torch.device | str,
+    shape: Shape, *, generator: OptionalGenerator, dtype: torch.dtype, device: Device
 ) -> torch.Tensor:
     """Independent signs ±1 with probability 1/2 each, of ``shape`` and ``dtype``.
 

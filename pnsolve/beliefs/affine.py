@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from .._core.validation import check_generator, check_tensor
 from ..linops.base import LinearOperator
+from ._common import along_directions, draw_prior
 from .priors import Prior
 
 __all__ = ["AffineCovariance", "AffineSolutionBelief"]
@@ -129,8 +128,9 @@ class AffineSolutionBelief:
             one product with ``A`` and ``uᵀ Σ₀ u`` (an inner solve per direction under
             the inverse prior).
         """
-        return self._along(
+        return along_directions(
             directions,
+            self.mean,
             lambda U: self.prior.variance(self.A, U - self.A @ self.P.rmatmat(U)).clamp_min(0.0),
         )
 
@@ -147,28 +147,8 @@ class AffineSolutionBelief:
         generator
             The only source of randomness.
         """
-        check_generator(generator)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
-        Y = self.prior.sample(self.A, k, generator)
+        Y = draw_prior(self.prior, self.A, k, generator)
         return self.mean.unsqueeze(-1) + Y - self.P @ (self.A @ Y)
-
-    def _along(
-        self, directions: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]
-    ) -> torch.Tensor:
-        check_tensor(directions, "directions")
-        n = self.mean.shape[0]
-        if directions.ndim not in (1, 2) or directions.shape[0] != n:
-            raise ValueError(
-                f"directions must have shape ({n},) or ({n}, k), got {tuple(directions.shape)}"
-            )
-        if directions.dtype != self.mean.dtype or directions.device != self.mean.device:
-            raise TypeError(
-                f"directions must have dtype {self.mean.dtype} on {self.mean.device}, got "
-                f"{directions.dtype} on {directions.device}"
-            )
-        out = f(directions.unsqueeze(-1) if directions.ndim == 1 else directions)
-        return out.squeeze(0) if directions.ndim == 1 else out
 
     def __repr__(self) -> str:
         return (

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from .._core.precision import full_float32
-from .._core.validation import check_generator, check_tensor
 from ..linops.base import LinearOperator
 from ..linops.low_rank import LowRank
+from ._common import along_directions, direction_columns, draw_prior
 from .covariance import DowndatedCovariance
 from .priors import Prior
 
@@ -99,7 +98,7 @@ class GaussianSolutionBelief:
         torch.Tensor
             Shape ``()`` or ``(m,)``. Cheap: ``O(n i m)``, no product with ``A``.
         """
-        return self._along(directions, self._downdate)
+        return along_directions(directions, self.mean, self._downdate, "m")
 
     @full_float32
     def var(self, directions: torch.Tensor) -> torch.Tensor:
@@ -120,7 +119,7 @@ class GaussianSolutionBelief:
         def variance(U: torch.Tensor) -> torch.Tensor:
             return (self.prior.variance(self.A, U) - self._downdate(U)).clamp_min(0.0)
 
-        return self._along(directions, variance)
+        return along_directions(directions, self.mean, variance, "m")
 
     @full_float32
     def diagonal(self) -> torch.Tensor:
@@ -169,10 +168,7 @@ class GaussianSolutionBelief:
         generator
             The only source of randomness.
         """
-        check_generator(generator)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
-        Y = self.prior.sample(self.A, k, generator)
+        Y = draw_prior(self.prior, self.A, k, generator)
         return self.mean.unsqueeze(-1) + Y - self.V @ (self.W.mT @ Y)
 
     def to_probnum(self, dense: bool = False):
@@ -188,26 +184,9 @@ class GaussianSolutionBelief:
         """``uᵀ V Vᵀ u`` for the columns ``u`` of ``U`` ``(n, m)``; shape ``(m,)``."""
         return ((self.V.mT @ U) ** 2).sum(0)
 
-    def _along(
-        self, directions: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor]
-    ) -> torch.Tensor:
-        """``f`` of the checked directions as columns; one value for one direction ``(n,)``."""
-        out = f(self._directions(directions))
-        return out.squeeze(0) if directions.ndim == 1 else out
-
     def _directions(self, directions: torch.Tensor) -> torch.Tensor:
-        check_tensor(directions, "directions")
-        n = self.mean.shape[0]
-        if directions.ndim not in (1, 2) or directions.shape[0] != n:
-            raise ValueError(
-                f"directions must have shape ({n},) or ({n}, m), got {tuple(directions.shape)}"
-            )
-        if directions.dtype != self.mean.dtype or directions.device != self.mean.device:
-            raise TypeError(
-                f"directions must have dtype {self.mean.dtype} on {self.mean.device}, got "
-                f"{directions.dtype} on {directions.device}"
-            )
-        return directions.unsqueeze(-1) if directions.ndim == 1 else directions
+        """The checked directions as columns, shape ``(n, m)`` (``m = 1`` for one direction)."""
+        return direction_columns(directions, self.mean, "m")
 
     def __repr__(self) -> str:
         return (

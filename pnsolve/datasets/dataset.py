@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .sampling import output_device
+
 __all__ = ["Dataset"]
 
 
@@ -120,8 +122,7 @@ class Dataset:
             )
         if test_rows.all() or not test_rows.any():
             raise ValueError(f"split {split} of {name!r} leaves an empty training or test part")
-        # None: torch's default device, resolved by a factory call in this file
-        target = torch.empty(0).device if device is None else torch.device(device)
+        target = output_device(device)
         data = torch.from_numpy(table).to(target)
         mask = torch.from_numpy(test_rows).to(target)
         X, y = data[:, :-1], data[:, -1]

@@ -8,7 +8,7 @@ import torch
 
 from .._core import random as rnd
 from .dataset import check_float_dtype
-from .sampling import require_generator
+from .sampling import output_device, require_generator
 
 __all__ = ["ClassificationData", "load_digits"]
 
@@ -76,8 +76,7 @@ def load_digits(
             "pip install scikit-learn"
         ) from exc
     raw = _sk_load_digits()
-    # None: torch's default device, resolved by a factory call in this file
-    target = torch.empty(0).device if device is None else torch.device(device)
+    target = output_device(device)
     X = torch.as_tensor(raw.data, dtype=dtype, device=target) / 16.0
     y = torch.as_tensor(raw.target, dtype=torch.int64, device=target)
     perm = rnd.randperm(X.shape[0], generator=generator, device=target)

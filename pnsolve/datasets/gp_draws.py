@@ -10,7 +10,7 @@ import torch
 from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
 from .kernel_formulas import stationary_kernel
-from .sampling import require_generator, sample_gp_prior, standard_normal, uniform
+from .sampling import output_cast, require_generator, sample_gp_prior, standard_normal, uniform
 
 __all__ = ["GPDraws", "gp_draws"]
 
@@ -99,10 +99,5 @@ def gp_draws(
     f = sample_gp_prior(K, generator=generator, jitter=jitter)
     y = f + noise**0.5 * standard_normal(n, generator=generator)
 
-    # None: torch's default device, resolved by a factory call in this file
-    target = torch.empty(0).device if device is None else torch.device(device)
-
-    def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=target)
-
+    cast = output_cast(dtype, device)
     return GPDraws(X=cast(X), y=cast(y), f=cast(f))

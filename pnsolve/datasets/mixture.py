@@ -8,7 +8,14 @@ import torch
 
 from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
-from .sampling import require_generator, standard_normal, uniform
+from .sampling import (
+    optional_generator,
+    output_cast,
+    output_device,
+    require_generator,
+    standard_normal,
+    uniform,
+)
 
 __all__ = ["GaussianMixtureClasses", "gaussian_mixture_classes"]
 
@@ -98,11 +105,7 @@ def gaussian_mixture_classes(
     GaussianMixtureClasses
     """
     generator = require_generator(generator)
-    sampler = (
-        generator
-        if sample_generator is None
-        else require_generator(sample_generator, "sample_generator")
-    )
+    sampler = optional_generator(sample_generator, "sample_generator", default=generator)
     dtype = check_float_dtype(dtype)
     for value, name in (
         (n_per_class, "n_per_class"),
@@ -137,12 +140,8 @@ def gaussian_mixture_classes(
     X_train, y_train = draw(n_per_class)
     X_test, y_test = draw(n_test_per_class)
 
-    # None: torch's default device, resolved by a factory call in this file
-    target = torch.empty(0).device if device is None else torch.device(device)
-
-    def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=target)
-
+    target = output_device(device)
+    cast = output_cast(dtype, target)
     return GaussianMixtureClasses(
         X_train=cast(X_train),
         y_train=y_train.to(device=target),

@@ -9,7 +9,7 @@ import torch
 from .._core.validation import check_positive_int
 from .dataset import check_float_dtype
 from .kernel_formulas import stationary_kernel
-from .sampling import require_generator, sample_gp_prior
+from .sampling import optional_generator, output_cast, require_generator, sample_gp_prior
 
 __all__ = ["PoissonCounts", "poisson_counts"]
 
@@ -90,11 +90,7 @@ def poisson_counts(
         ``X (n, 1)``, ``y (n,)``, ``f (n,)``, ``rate (n,)``.
     """
     generator = require_generator(generator)
-    count_generator = (
-        generator
-        if count_generator is None
-        else require_generator(count_generator, "count_generator")
-    )
+    count_generator = optional_generator(count_generator, "count_generator", default=generator)
     dtype = check_float_dtype(dtype)
     check_positive_int(n, "n")
     if not high > low:
@@ -105,10 +101,5 @@ def poisson_counts(
     rate = torch.exp(f)
     y = torch.poisson(rate.to(count_generator.device), generator=count_generator)
 
-    # None: torch's default device, resolved by a factory call in this file
-    target = torch.empty(0).device if device is None else torch.device(device)
-
-    def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=target)
-
+    cast = output_cast(dtype, device)
     return PoissonCounts(X=cast(X), y=cast(y), f=cast(f), rate=cast(rate))

@@ -1,17 +1,69 @@
-"""Shared helpers of the synthetic generators: generator checks and exact GP prior draws."""
+"""Shared helpers of the synthetic generators: generator checks, exact GP prior draws, casts.
+
+The generators draw in float64 on the generator's device and cast their results to the
+requested ``dtype`` and ``device`` at the end (:func:`output_cast`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
 from .._core.validation import require_generator as _require_generator
 
-__all__ = ["require_generator", "sample_gp_prior", "standard_normal", "uniform"]
+__all__ = [
+    "optional_generator",
+    "output_cast",
+    "output_device",
+    "require_generator",
+    "sample_gp_prior",
+    "standard_normal",
+    "uniform",
+]
 
 
 def require_generator(generator: object, name: str = "generator") -> torch.Generator:
     """Require an explicit ``torch.Generator`` (``None`` is refused: no global RNG)."""
     return _require_generator(generator, name, hint="e.g. torch.Generator().manual_seed(0)")
+
+
+def optional_generator(
+    generator: object, name: str, *, default: torch.Generator
+) -> torch.Generator:
+    """A second, optional generator: ``default`` when ``None``, else checked as ``name``."""
+    return default if generator is None else require_generator(generator, name)
+
+
+def output_device(device: torch.device | str | None) -> torch.device:
+    """``device`` as a ``torch.device``; ``None``: torch's default device."""
+    # None: torch's default device, resolved by a factory call in this library file
+    return torch.empty(0).device if device is None else torch.device(device)
+
+
+def output_cast(
+    dtype: torch.dtype, device: torch.device | str | None
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The final cast of a generator's results: ``t ↦ t.to(dtype=dtype, device=device)``.
+
+    Parameters
+    ----------
+    dtype
+        Floating dtype of the results.
+    device
+        Their device; ``None``: torch's default device (:func:`output_device`).
+
+    Returns
+    -------
+    Callable
+        Maps a tensor of any shape to the same values in ``dtype`` on ``device``.
+    """
+    target = output_device(device)
+
+    def cast(t: torch.Tensor) -> torch.Tensor:
+        return t.to(dtype=dtype, device=target)
+
+    return cast
 
 
 def standard_normal(*shape: int, generator: torch.Generator) -> torch.Tensor:

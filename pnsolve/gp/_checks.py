@@ -142,6 +142,7 @@ def check_inputs(
         raise ValueError(f"{name} must have shape (n, d) with n ≥ 1, got {tuple(X.shape)}")
     if not X.is_floating_point():
         raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
+    check_real_dtype(X.dtype, name)  # float16/bfloat16: pnsolve computes in f32/f64
     if d is not None and X.shape[1] != d:
         raise ValueError(
             f"{name} must have {d} columns like the training inputs, got {X.shape[1]} "

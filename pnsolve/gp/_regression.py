@@ -93,14 +93,13 @@ class RegressionGP(FittedModel[_Record]):
         rank: int,
         probe: torch.Tensor | None,
         cache: LoveCache | None,
-        weights: torch.Tensor,
         math_var: Callable[[], torch.Tensor] | None = None,
         fit_calibrated: bool = True,
     ) -> LovePosterior:
-        """The ``method="love"`` posterior at checked ``Xs`` with representer ``weights``.
+        """The ``method="love"`` posterior at checked ``Xs``, mean from :meth:`_weights`.
 
         ``calibrated`` is the cache's, and ``False`` when ``fit_calibrated`` is (the
-        ``weights`` come from an uncalibrated solve).
+        representer weights come from an uncalibrated solve).
         """
         check_rank(rank)
         resolved = self._love_cache(record, rank, probe, Xs, cache)
@@ -109,7 +108,7 @@ class RegressionGP(FittedModel[_Record]):
             kernel=self.kernel,
             X=record.X,
             Xs=Xs,
-            weights=weights,
+            weights=self._weights(record),
             offset=self.mean,
             backend=self._backend(),
             math_var=math_var,

@@ -182,13 +182,7 @@ class ExactGP(RegressionGP[ExactFitState]):
         record, Xs = self._query(Xs, method, "exact")
         if method == "love":
             return self._love_posterior(
-                record,
-                Xs,
-                rank,
-                probe,
-                cache,
-                record.weights,
-                math_var=lambda: self._exact_var(record, Xs),
+                record, Xs, rank, probe, cache, math_var=lambda: self._exact_var(record, Xs)
             )
         with torch.no_grad():
             Kxs = self.kernel(Xs, record.X)  # (t, n)

@@ -282,13 +282,7 @@ class IterGP(RegressionGP[IterGPFitState]):
             if comp_var_scale is not None:
                 raise ValueError("comp_var_scale applies to method='belief' only")
             return self._love_posterior(
-                record,
-                Xs,
-                rank,
-                probe,
-                cache,
-                record.belief.mean,
-                fit_calibrated=record.belief.calibrated,
+                record, Xs, rank, probe, cache, fit_calibrated=record.belief.calibrated
             )
         scale = self._scale(record, comp_var_scale)
         return self._posterior(record, Xs, record.belief, scale)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # importing numpy.typing at run time would add np.typing to n
 
 from .._core.validation import check_finite
 from ..metrics.mcmc import DEFAULT_CONFIDENCE, PSRF_THRESHOLD
-from ._figure import new_figure, save_figure
+from ._figure import new_panels, save_figure
 
 __all__ = ["plot_psrf", "plot_traces"]
 
@@ -81,9 +81,7 @@ def plot_traces(
         raise ValueError(
             f"reference has {ref.shape[2]} parameters but samples has {p}: they must match"
         )
-    fig, _, path = new_figure(path, (FIGURE_WIDTH, PANEL_HEIGHT * p + 0.6))
-    fig.clf()
-    axes = fig.subplots(p, 1, sharex=True, squeeze=False)[:, 0]
+    fig, axes, path = _panel_column(path, p)
     iterations = np.arange(1, x.shape[1] + 1)
     mean, sd = _running_moments(x)
     if ref is not None:
@@ -157,9 +155,7 @@ def plot_psrf(
     p = point.shape[1]
     labels = _names(names, p)
     quantile = 100.0 * (1.0 + confidence) / 2.0
-    fig, _, path = new_figure(path, (FIGURE_WIDTH, PANEL_HEIGHT * p + 0.6))
-    fig.clf()
-    axes = fig.subplots(p, 1, sharex=True, squeeze=False)[:, 0]
+    fig, axes, path = _panel_column(path, p)
     for j, ax in enumerate(axes):
         ax.plot(its, point[:, j], color="black", lw=1.2, label="PSRF median")
         ax.plot(its, high[:, j], color="tab:red", lw=1.2, ls="--", label=f"PSRF {quantile:g}%")
@@ -171,6 +167,14 @@ def plot_psrf(
     axes[-1].set_xlabel("iteration")
     fig.suptitle(title)
     return save_figure(fig, path)
+
+
+def _panel_column(path: str | Path, p: int) -> tuple[Any, np.ndarray, Path]:
+    """A figure with ``p`` stacked panels sharing the x axis: ``(fig, axes (p,), path)``."""
+    fig, axes, path = new_panels(
+        path, (FIGURE_WIDTH, PANEL_HEIGHT * p + 0.6), p, 1, sharex=True, squeeze=False
+    )
+    return fig, axes[:, 0], path
 
 
 def _draws(samples: object, name: str) -> np.ndarray:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._figure import new_figure, save_figure
+from ._figure import new_panels, save_figure
 
 if TYPE_CHECKING:
     from ..gp.training.record import StepRecord
@@ -39,9 +39,7 @@ def plot_training(
     pathlib.Path
         The written file.
     """
-    fig, _, path = new_figure(path, (10.0, 6.4))
-    fig.clf()
-    axes = fig.subplots(2, 2, sharex=True)
+    fig, axes, path = new_panels(path, (10.0, 6.4), 2, 2, sharex=True)
     (ax_res, ax_ep), (ax_noise, ax_os) = axes
     any_residual = False
     for i, (label, log) in enumerate(runs.items()):

@@ -26,7 +26,7 @@ import torch
 
 from ..datasets.dataset import check_float_dtype
 from ..datasets.kernel_formulas import KERNEL_NAMES, stationary_kernel
-from ..datasets.sampling import require_generator, standard_normal, uniform
+from ..datasets.sampling import output_cast, require_generator, standard_normal, uniform
 from ..linops import Dense
 from .linear_system import LinearSystem
 from .spectra import (
@@ -82,12 +82,7 @@ def _system(
     dtype: torch.dtype,
     device: torch.device | str | None,
 ) -> LinearSystem:
-    # None: torch's default device, resolved by a factory call in this file
-    target = torch.empty(0).device if device is None else torch.device(device)
-
-    def cast(t: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=dtype, device=target)
-
+    cast = output_cast(dtype, device)
     A_op = Dense(cast(0.5 * (A + A.mT)), is_symmetric=True, is_psd=True)
     spectrum = None if lam is None else cast(lam)
     return LinearSystem(A=A_op, b=cast(b), x_true=cast(x), name=name, spectrum=spectrum)

@@ -12,12 +12,10 @@ from ..._core import random as rnd
 from ..._core.precision import full_float32
 from ..._core.statefile import DigestCache
 from ..._core.validation import (
-    check_finite,
+    check_bool,
+    check_choice,
+    check_int,
     check_positive_int,
-    check_real_dtype,
-    check_same_device,
-    check_same_dtype,
-    check_tensor,
     require_generator,
 )
 from ...kernels.base import StationaryKernel
@@ -26,9 +24,10 @@ from ...likelihoods.base import Likelihood
 from ...likelihoods.bernoulli import Bernoulli
 from ...likelihoods.gaussian import Gaussian
 from ...likelihoods.poisson import Poisson
+from .._checks import as_tensor, check_inputs
 from ..fit_state import Provenance, stale_guard
 from ..posterior import GaussianPosterior
-from .covariance import VariationalCovariance
+from .covariance import COVARIANCES, VariationalCovariance
 from .estimator import ControlVariates, estimate
 from .exact import exact_elbo, gauss_hermite
 from .features import FeatureBlocks
@@ -137,20 +136,18 @@ class QSGP:
             )
         self.kernel, self.likelihood = kernel, likelihood
         self.m = check_positive_int(num_features, "num_features")
-        self.covariance_kind = covariance
-        self.rank = min(20, self.m) if rank is None else rank
+        self.covariance_kind = check_choice(covariance, "covariance", COVARIANCES)
+        self.rank = min(20, self.m) if rank is None else check_int(rank, "rank", minimum=1)
         # validates covariance/rank now (dtype/device are settled at the first data)
         VariationalCovariance(
             self.m, covariance, self.rank, dtype=torch.float64, device=torch.device("cpu")
         )
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.feature_batch_size = check_positive_int(feature_batch_size, "feature_batch_size")
-        if not (isinstance(control_variate_rank, int) and control_variate_rank >= 0):
-            raise ValueError(
-                f"control_variate_rank must be an int ≥ 0, got {control_variate_rank!r}"
-            )
-        self.control_variate_rank = control_variate_rank
-        self.linear_control_variate = bool(linear_control_variate)
+        self.control_variate_rank = check_int(
+            control_variate_rank, "control_variate_rank", minimum=0
+        )
+        self.linear_control_variate = check_bool(linear_control_variate, "linear_control_variate")
         self.quadrature_points = check_positive_int(quadrature_points, "quadrature_points")
         self.generator = require_generator(generator)
         self.features: FeatureBlocks | None = None
@@ -194,32 +191,27 @@ class QSGP:
         cast to ``X``'s dtype.
         """
         X = self._check_inputs(X, "X")
-        y = check_tensor(y, "y")
-        check_same_device(y, X.device, "y", "X")
+        y = as_tensor(y, "y", int_dtype=None, device=X.device)  # labels and counts stay ints
+        if y.device != X.device:
+            raise ValueError(f"y is on device {y.device} but X on {X.device}")
+        if y.is_floating_point() and y.dtype != X.dtype:
+            raise TypeError(
+                f"y has dtype {y.dtype} but X has {X.dtype}; cast it (e.g. y.to({X.dtype}))"
+            )
         y = self.likelihood.check_targets(y).to(X.dtype)
         if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
+            raise ValueError(f"y must have shape ({X.shape[0]},) like X, got {tuple(y.shape)}")
         return X, y
 
     def _check_inputs(self, X: object, name: str) -> torch.Tensor:
-        """``X`` of shape ``(n, d)``, float32/64, finite, matching the model once built."""
-        X = check_tensor(X, name)
-        if X.ndim != 2 or not X.is_floating_point():
-            raise ValueError(
-                f"{name} must be a floating tensor of shape (n, d), got {X.dtype} "
-                f"of shape {tuple(X.shape)}"
-            )
-        check_real_dtype(X.dtype, name)
-        check_finite(X, name)
-        if self.features is not None and self.mean_weights is not None:
-            if X.shape[1] != self.features.rff.input_dim:
-                raise ValueError(
-                    f"{name} has {X.shape[1]} columns but the model was built for "
-                    f"{self.features.rff.input_dim}"
-                )
-            check_same_dtype(X, self.mean_weights.dtype, name, "the model's parameters")
-            check_same_device(X, self.mean_weights.device, name, "the model's parameters")
-        return X
+        """``X`` of shape ``(n, d)``, float32/64, finite, matching the model once built.
+
+        NumPy arrays are converted (as for the other GP models); once the model is built,
+        the number of columns, dtype and device must be the model's.
+        """
+        if self.features is None or self.mean_weights is None:
+            return check_inputs(X, name)
+        return check_inputs(X, name, self.features.rff.input_dim, like=self.mean_weights)
 
     def build(self, X: torch.Tensor) -> None:
         """Draw the features and initialise ``q`` (prior: ``μ = 0``, ``C = I``) once.
@@ -379,6 +371,7 @@ class QSGP:
             raise RuntimeError("fit the model (or evaluate its ELBO) before asking for a posterior")
         self._check_current()
         Xs = self._check_inputs(Xs, "Xs")
+        chunk_entries = check_positive_int(chunk_entries, "chunk_entries")
         means, variances = [], []
         with torch.no_grad():
             for _, Phi in self.features.chunks(Xs, max_entries=chunk_entries):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import time
 import warnings
 from dataclasses import asdict
@@ -14,7 +13,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..._core.statefile import load_state, save_state
-from ..._core.validation import check_positive_int, require_generator
+from ..._core.validation import (
+    check_bool,
+    check_int,
+    check_positive_int,
+    check_positive_number,
+    require_generator,
+)
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
 from .optim import SparseAdagrad
@@ -95,16 +100,14 @@ def fit(
     generator = require_generator(generator)
     steps = check_positive_int(steps, "steps")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    for name, rate in (("lr", lr), ("hyper_lr", hyper_lr)):
-        if (
-            isinstance(rate, bool)
-            or not isinstance(rate, int | float)
-            or not (math.isfinite(rate) and rate > 0)
-        ):
-            raise ValueError(f"{name} must be a positive finite number, got {rate!r}")
-    freeze = FREEZE_STEPS if freeze_hyperparameters is None else freeze_hyperparameters
-    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
-        raise ValueError(f"freeze_hyperparameters must be an int ≥ 0, got {freeze!r}")
+    lr = check_positive_number(lr, "lr")
+    hyper_lr = check_positive_number(hyper_lr, "hyper_lr")
+    freeze = (
+        FREEZE_STEPS
+        if freeze_hyperparameters is None
+        else check_int(freeze_hyperparameters, "freeze_hyperparameters", minimum=0)
+    )
+    learn_hyperparameters = check_bool(learn_hyperparameters, "learn_hyperparameters")
     q.build(X)
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None

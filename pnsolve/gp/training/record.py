@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -42,15 +42,8 @@ class StepSolve:
 
     @classmethod
     def of(cls, info: KernelSolveInfo) -> StepSolve:
-        """The record of a kernel-system solve's info."""
-        return cls(
-            residual_norm_mean=info.residual_norm_mean,
-            residual_norm_probes=info.residual_norm_probes,
-            epochs=info.epochs,
-            setup_epochs=info.setup_epochs,
-            iterations=info.iterations,
-            converged=info.converged,
-        )
+        """The record of a kernel-system solve's info: its fields of the same names."""
+        return cls(**{f.name: getattr(info, f.name) for f in fields(cls)})
 
     def unusable(self, max_residual: float | None) -> bool:
         """Whether the step's gradient must be skipped.

@@ -83,10 +83,25 @@ def test_more_bad_input_is_refused_by_name():
     with pytest.raises(TypeError, match="generator"):
         _make().elbo_estimate(X, y, generator=None)
     for kwargs, name in (({"lr": -0.1}, "lr"), ({"hyper_lr": 0.0}, "hyper_lr"),
-                         ({"freeze_hyperparameters": -1}, "freeze_hyperparameters"),
-                         ({"freeze_hyperparameters": 2.5}, "freeze_hyperparameters")):  # fmt: skip
+                         ({"freeze_hyperparameters": -1}, "freeze_hyperparameters")):  # fmt: skip
         with pytest.raises(ValueError, match=name):
             _make().fit(X, y, steps=2, generator=g, **kwargs)
+    for kwargs, name in (({"lr": "0.1"}, "lr"), ({"freeze_hyperparameters": 2.5},
+                         "freeze_hyperparameters"), ({"learn_hyperparameters": 1},
+                         "learn_hyperparameters")):  # fmt: skip
+        with pytest.raises(TypeError, match=name):  # types are TypeErrors, as elsewhere
+            _make().fit(X, y, steps=2, generator=g, **kwargs)
+    for kwargs, name in (({"covariance": 3}, "covariance"), ({"rank": 2.0}, "rank"),
+                         ({"rank": True}, "rank"), ({"control_variate_rank": 1.0},
+                         "control_variate_rank")):  # fmt: skip
+        with pytest.raises(TypeError, match=name):
+            _make(**kwargs)
+    with pytest.raises(TypeError, match=r"y has dtype torch\.float32"):
+        _make().fit(X, y.float(), steps=2, generator=g)
+    q_np = _make().fit(X.numpy(), y.numpy(), steps=2, generator=g, freeze_hyperparameters=0)
+    assert q_np.posterior(X[:3].numpy()).mean.shape == (3,)  # NumPy in, as the other models
+    with pytest.raises(TypeError, match="chunk_entries"):
+        q_np.posterior(X[:3], chunk_entries=1.5)
     q = _make()
     q.fit(X, y, steps=2, generator=g)
     bad = X[:4].clone()
