@@ -26,6 +26,7 @@ __all__ = [
     "read_raw",
     "save_state",
     "tensor_digest",
+    "version_counter",
     "write_checksummed",
 ]
 
@@ -43,6 +44,15 @@ def tensor_digest(*tensors: torch.Tensor) -> str:
     return h.hexdigest()
 
 
+def version_counter(t: torch.Tensor) -> int:
+    """``t._version`` (bumped by every in-place write), ``-1`` for inference tensors.
+
+    Tensors made under ``torch.inference_mode()`` track no version (reading it raises);
+    they cannot be written outside that mode.
+    """
+    return -1 if t.is_inference() else t._version
+
+
 class DigestCache:
     """:func:`tensor_digest` that remembers the last tensors it hashed.
 
@@ -56,7 +66,7 @@ class DigestCache:
 
     def __call__(self, *tensors: torch.Tensor) -> str:
         last = self._last
-        versions = tuple(t._version for t in tensors)
+        versions = tuple(version_counter(t) for t in tensors)
         if (
             last is not None
             and len(last[0]) == len(tensors)

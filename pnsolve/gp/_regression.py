@@ -45,6 +45,15 @@ class RegressionGP(FittedModel[_Record]):
 
     kernel: Kernel
 
+    def _sources(self) -> dict[str, object]:
+        """The hyperparameter sources, with the kernel as given to ``fit`` (before binding).
+
+        A SKI kernel is fitted as a bound copy (:meth:`_bind_kernel`); changes to the
+        kernel the user holds (its ``base_kernel`` or ``grid_bounds`` replaced) are seen
+        through it.
+        """
+        return {**super()._sources(), "given_kernel": getattr(self, "_given_kernel", None)}
+
     def _backend(self) -> str:
         return "auto"
 

@@ -23,6 +23,7 @@ from ._checks import (
 )
 from ._fitted import FitRecord, FittedModel
 from .belief_posterior import exact_variance
+from .fit_state import own_copy
 from .posterior import GaussianPosterior
 
 __all__ = ["AffineGP", "AffineGPFitState", "AffinePosterior"]
@@ -194,6 +195,7 @@ class AffineGP(FittedModel[AffineGPFitState]):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        X, y = own_copy(X), own_copy(y)  # the fit's own data: later writes do not reach it
         provenance = self._provenance(X, y)
         A = self.system(X)
         with torch.no_grad():

@@ -15,7 +15,7 @@ from ..linops.closure import Closure
 from ._checks import check_inputs, check_mean, check_model_kernel, check_noise, check_targets
 from ._fitted import FitRecord
 from ._regression import RegressionGP
-from .fit_state import FitChangedError
+from .fit_state import FitChangedError, own_copy
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
@@ -108,6 +108,7 @@ class ExactGP(RegressionGP[ExactFitState]):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        X, y = own_copy(X), own_copy(y)  # the fit's own data: later writes do not reach it
         _check_dense_size(self.kernel, X.shape[0])
         self._bind_kernel(X)
         provenance = self._provenance(X, y)

@@ -12,9 +12,10 @@ data) or refuses (QSGP, whose fit is a training run), never answers from the old
 The check is cheap and needs no hashing of ``n``-sized data: hyperparameters (every
 parameter and buffer of a kernel module, the tensors and numbers of a likelihood, the
 noise) are small and compared by value against copies taken at fit time, which catches
-in-place optimiser updates, ``.data`` writes and ``load_state_dict`` alike; the
-training data are compared by identity and their version counter (an in-place write to
-``X`` or ``y`` bumps it).
+in-place optimiser updates, ``.data`` writes and ``load_state_dict`` alike. The
+training data are the model's own copies (:func:`own_copy`: a caller's later writes do
+not reach them); their version counters catch writes to the copies themselves
+(``gp.X.mul_(2)``).
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["FitChangedError", "Provenance", "snapshot", "stale_guard"]
+from .._core.statefile import version_counter
+
+__all__ = ["FitChangedError", "Provenance", "own_copy", "snapshot", "stale_guard"]
 
 #: Snapshot leaves: plain values compared by ``==``.
 _PLAIN = (int, float, bool, str, bytes, type(None))
@@ -128,13 +132,13 @@ class Provenance:
     def record(cls, data: Mapping[str, torch.Tensor], sources: Mapping[str, object]) -> Provenance:
         """Record the provenance of a fit now (copies the hyperparameters, not the data)."""
         return cls(
-            data=tuple((k, t, t._version) for k, t in data.items()),
+            data=tuple((k, t, version_counter(t)) for k, t in data.items()),
             sources=tuple((k, v, snapshot(v)) for k, v in sources.items()),
         )
 
     def data_changes(self) -> list[str]:
         """The training tensors written in place since the fit."""
-        return [name for name, t, version in self.data if t._version != version]
+        return [name for name, t, version in self.data if version_counter(t) != version]
 
     def changes(self, sources: Mapping[str, object]) -> list[str]:
         """What differs between the fit's sources and the model's ``sources`` now.
@@ -201,6 +205,21 @@ class Provenance:
 
 
 _MISSING = object()
+_T = TypeVar("_T")
+
+
+def own_copy(x: _T) -> _T:
+    """A private copy of training data for a fit record (tensors detached; NumPy copied).
+
+    The models keep their own copy, so a caller's later in-place write (``X.mul_(2)``,
+    ``X.data[...] = …``, a NumPy array changed after it was passed) never reaches a
+    fitted state; anything else is returned as it is (the model's checks refuse it).
+    """
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()  # type: ignore[return-value]
+    if isinstance(x, np.ndarray):
+        return np.array(x, copy=True)  # type: ignore[return-value]
+    return x
 
 
 def stale_guard(

@@ -29,6 +29,7 @@ from ._checks import (
 from ._fitted import FitRecord
 from ._regression import RegressionGP
 from .belief_posterior import belief_posterior
+from .fit_state import own_copy
 from .love import LoveCache
 from .posterior import GaussianPosterior
 
@@ -169,6 +170,7 @@ class IterGP(RegressionGP[IterGPFitState]):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        X, y = own_copy(X), own_copy(y)  # the fit's own data: later writes do not reach it
         self._bind_kernel(X)
         provenance = self._provenance(X, y)
         A = self.system(X)
@@ -205,6 +207,7 @@ class IterGP(RegressionGP[IterGPFitState]):
         """
         X = check_inputs(X, "X")
         y = check_targets(y, X)
+        X, y = own_copy(X), own_copy(y)  # the fit's own data: later writes do not reach it
         Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
         self._bind_kernel(X)
         self._check_test_inputs(Xs, X)

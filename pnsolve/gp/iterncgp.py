@@ -33,7 +33,7 @@ from ._checks import (
     check_mean,
     check_stationary_kernel,
 )
-from .fit_state import Provenance, stale_guard
+from .fit_state import Provenance, own_copy, stale_guard
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
 from .laplace.prediction import latent_posterior, predict_from_posterior
@@ -228,9 +228,10 @@ class IterNCGP:
         loop's full :class:`~pnsolve.gp.laplace.LaplaceState`. After the loop the model
         is fitted. Arguments as in :meth:`fit`; ``Xs`` has shape ``(t, d)``.
         """
-        problem = laplace_problem(
-            self.kernel, self.likelihood, X, y, K=K, mean=self.mean, backend=self.backend
-        )
+        problem = laplace_problem(  # on the fit's own copy: later writes do not reach it
+            self.kernel, self.likelihood, own_copy(X), own_copy(y), K=K, mean=self.mean,
+            backend=self.backend,
+        )  # fmt: skip
         if Xs is not None:
             Xs = check_inputs(Xs, "Xs", problem.X.shape[1], like=problem.X)
         return self._run(problem, Xs, generator, K)

@@ -87,9 +87,9 @@ def _itergp() -> pn.gp.IterGP:
 
 
 def _written_after_fit() -> object:
-    X, y = _X(), _y()
-    gp = pn.gp.ExactGP(pn.kernels.RBF(), noise=0.1).fit(X, y)
-    y.add_(1.0)
+    gp = pn.gp.ExactGP(pn.kernels.RBF(), noise=0.1).fit(_X(), _y())
+    assert gp.X is not None
+    gp.X.mul_(2.0)  # the model's own copy of the data (the caller's copy is never read)
     return gp.posterior(_X())
 
 
@@ -505,7 +505,7 @@ CASES: dict[str, Case] = {
     ),
     "gp-data-written": Case(
         "GP models",
-        "training data written in place after `fit`",
+        "the model's copy of the training data (`gp.X`) written in place",
         lambda: _written_after_fit(),
         RuntimeError,
         "modified in place since fit: call fit",

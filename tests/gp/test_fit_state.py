@@ -178,18 +178,60 @@ def test_no_change_no_refit() -> None:
 
 
 @pytest.mark.parametrize("model", list(REFITTING))
-def test_training_data_written_in_place_are_refused(model: str) -> None:
+def test_the_callers_data_written_later_do_not_reach_the_fit(model: str) -> None:
     X, y, Xs = _data()
     gp = REFITTING[model](pn.kernels.RBF(lengthscale=0.4)).fit(X, y)
-    y.add_(1.0)  # the tensor the model was fitted on
-    with pytest.raises(FitChangedError, match=r"training data \(y\).*call fit"):
+    before = gp.posterior(Xs).mean
+    y.add_(1.0)  # the tensors the model was fitted on, written by the caller
+    X.data.mul_(0.5)  # (a .data write: no version counter sees it)
+    assert torch.equal(gp.posterior(Xs).mean, before)
+
+
+def test_numpy_data_changed_after_fit_do_not_reach_the_fit() -> None:
+    X, y, Xs = _data()
+    Xn, yn = X.numpy().copy(), y.numpy().copy()
+    gp = _exact(pn.kernels.RBF(lengthscale=0.4)).fit(Xn, yn)
+    before = gp.posterior(Xs).mean
+    Xn *= 0.5
+    yn += 1.0
+    assert torch.equal(gp.posterior(Xs).mean, before)
+
+
+@pytest.mark.parametrize("model", list(REFITTING))
+def test_the_models_own_data_written_in_place_are_refused(model: str) -> None:
+    X, y, Xs = _data()
+    gp = REFITTING[model](pn.kernels.RBF(lengthscale=0.4)).fit(X, y)
+    gp.X.mul_(2.0)  # the model's copy
+    with pytest.raises(FitChangedError, match=r"training data \(X\).*call fit"):
         gp.posterior(Xs)
+
+
+def test_fit_on_inference_tensors() -> None:
+    with torch.inference_mode():
+        X, y, Xs = _data()
+    for model in REFITTING:
+        gp = REFITTING[model](pn.kernels.RBF(lengthscale=0.4)).fit(X, y)
+        assert gp.posterior(Xs).mean.shape == (Xs.shape[0],)
+
+
+def test_a_ski_kernel_changed_where_the_user_holds_it_refits() -> None:
+    X, y, Xs = _data()
+    ski = pn.kernels.GridInterpolation(pn.kernels.RBF(lengthscale=0.3), grid_size=40)
+    gp = pn.gp.IterGP(ski, 0.05, pn.policies.CG(), pn.stopping.MaxIterations(30)).fit(X, y)
+    before = gp.posterior(Xs).mean
+    ski.base_kernel = pn.kernels.RBF(lengthscale=0.1)
+    after = gp.posterior(Xs).mean
+    fresh = pn.gp.IterGP(
+        pn.kernels.GridInterpolation(pn.kernels.RBF(lengthscale=0.1), grid_size=40), 0.05,
+        pn.policies.CG(), pn.stopping.MaxIterations(30),
+    ).fit(X, y)  # fmt: skip
+    assert not torch.equal(before, after) and torch.equal(after, fresh.posterior(Xs).mean)
 
 
 def test_exact_log_marginal_likelihood_refuses_written_data() -> None:
     X, y, _ = _data()
     gp = pn.gp.ExactGP(pn.kernels.RBF(lengthscale=0.4), noise=0.05).fit(X, y)
-    X.mul_(2.0)
+    gp.X.mul_(2.0)
     with pytest.raises(FitChangedError, match=r"\(X\)"):
         gp.log_marginal_likelihood()
 
@@ -390,3 +432,59 @@ def test_qsgp_fit_says_what_it_does() -> None:
               closed_form_diagonal=True)  # fmt: skip
     with pytest.raises(dataclasses.FrozenInstanceError):
         q.training.steps_done = 0  # type: ignore[misc,union-attr]
+
+
+def _interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> None:
+    """Make QSGP's training raise KeyboardInterrupt in its ``call``-th estimate."""
+    from pnsolve.gp.qsgp import training
+
+    real, count = training.estimate, {"n": 0}
+
+    def estimate(*args, **kwargs):
+        count["n"] += 1
+        if count["n"] == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "estimate", estimate)
+
+
+def test_an_interrupted_qsgp_fit_keeps_its_steps_and_its_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    X, y, Xs = _data()
+    k = pn.kernels.RBF(lengthscale=0.4)
+    q = _qsgp(k)
+    _interrupt_at(monkeypatch, 5)
+    with pytest.raises(KeyboardInterrupt):
+        q.fit(X, y, steps=20, generator=torch.Generator().manual_seed(1), freeze_hyperparameters=0)
+    assert q.steps_done == 4 and len(q.history) == 4
+    q.posterior(Xs)  # q and the hyperparameters of the steps taken: consistent
+    k.lengthscale = 2.0
+    with pytest.raises(FitChangedError):  # the first fit was interrupted: still checked
+        q.posterior(Xs)
+
+
+def test_an_interrupted_qsgp_continuation_stays_consistent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    X, y, Xs = _data()
+    q = _qsgp(pn.kernels.RBF(lengthscale=0.4))
+    g = torch.Generator().manual_seed(1)
+    q.fit(X, y, steps=5, generator=g, freeze_hyperparameters=0)
+    _interrupt_at(monkeypatch, 4)
+    with pytest.raises(KeyboardInterrupt):
+        q.fit(X, y, steps=20, generator=g, freeze_hyperparameters=0)
+    assert q.steps_done == 8
+    q.posterior(Xs)  # hyperparameters moved with q up to the interruption: not stale
+
+
+def test_a_qsgp_call_that_trains_nothing_leaves_the_run() -> None:
+    X, y, _ = _data()
+    q = _qsgp(pn.kernels.RBF(lengthscale=0.4))
+    g = torch.Generator().manual_seed(1)
+    q.fit(X, y, steps=3, generator=g, freeze_hyperparameters=0)
+    run = q.training.run  # type: ignore[union-attr]
+    with pytest.warns(UserWarning, match="trains nothing"):
+        q.fit(X, y, steps=2, lr=0.5, generator=g, freeze_hyperparameters=0)
+    assert q.training.run == run  # type: ignore[union-attr]

@@ -442,17 +442,20 @@ class QSGP:
                 stacklevel=3,
             )
         before = self.steps_done
-        with torch.enable_grad():  # trains by autograd, also when called under no_grad
-            fit(
-                self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
-                learn_hyperparameters=learn_hyperparameters,
-                freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
-                checkpoint_every=checkpoint_every, progress=progress,
-            )  # fmt: skip
-        # q's posterior depends on the hyperparameters, not on the training data; a call
-        # that took no step leaves q trained for what it was trained for before
-        if self.steps_done > before:
-            self._fitted_for = Provenance.record({}, self._sources())
+        try:
+            with torch.enable_grad():  # trains by autograd, also when called under no_grad
+                fit(
+                    self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
+                    learn_hyperparameters=learn_hyperparameters,
+                    freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every, progress=progress,
+                )  # fmt: skip
+        finally:
+            # q's posterior depends on the hyperparameters, not on the training data: the
+            # steps taken (all, or up to an interruption) trained q for the values now; a
+            # call that took none leaves q trained for what it was trained for before
+            if self.steps_done > before:
+                self._fitted_for = Provenance.record({}, self._sources())
         return self
 
     def __repr__(self) -> str:

@@ -63,7 +63,8 @@ def fit(
     ``fit(steps=40)`` (same generator object, same arguments). A call with ``steps`` at
     or below the steps done trains nothing and warns. A call on other data than the
     run's continues training ``q`` there (new control variates) and warns. Rates and the
-    freeze step passed to a later call are used from then on. With ``checkpoint``, the
+    freeze step passed to a later call are used from then on (without a checkpoint: a
+    checkpointed run's rates are part of its identity). With ``checkpoint``, the
     state and the run's identity (:class:`~pnsolve.gp.qsgp.run.QSGPRun`: data, model
     settings, random features, the generator's initial state, rates, freeze step) are
     written every ``checkpoint_every`` steps; a later call resumes from the file into
@@ -126,7 +127,9 @@ def fit(
     if path is not None and path.exists():
         done, history = _load(q, path, run, adagrad, adam, generator)
         q.cv_data = q.data_digest(X, y)  # the identity covers the data: the state is for it
-    q.training = _record(run, done, history, adagrad, adam)
+    # a call that trains nothing leaves the run as it was (its rates are not the run's)
+    kept = run if done < steps or state is None else state.run
+    q.training = _record(kept, done, history, adagrad, adam)
     if done >= steps:
         warnings.warn(
             f"QSGP.fit: the run has taken {done} steps and steps={steps} counts from its "

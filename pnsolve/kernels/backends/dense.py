@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..._core.statefile import version_counter
 from ..base import StationaryKernel
 from .tiling import dense_block
 from .vjp import recompute_vjp
@@ -47,7 +48,7 @@ class DenseBackend:
 
     def _state(self) -> tuple[tuple[int, int], ...]:
         ts = [*self.kernel.parameters(), self.X1] + ([] if self.X2 is None else [self.X2])
-        return tuple((id(t), t._version) for t in ts)
+        return tuple((id(t), version_counter(t)) for t in ts)
 
     def matrix(self) -> torch.Tensor:
         """``K(X1, X2)`` of shape ``(n1, n2)`` (inside the autograd graph when needed)."""
