@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
-from torch import Tensor
 
 from .._core.stop_reason import StopReason
 from ..linops.base import LinearOperator
@@ -23,13 +21,13 @@ from ..linops.checks import (
 from .breakdown import (
     RELIABLE_UPDATE_FACTOR,
     ActiveColumns,
-    check_preconditioner,
     curvature_failure,
     next_direction,
     replace_residuals,
     replacement_check,
 )
-from .cg_info import CGInfo, ProductCount, squeezed, stop_reason_of
+from .cg_info import CGInfo, squeezed
+from .cg_run import CGRun
 
 __all__ = ["RELIABLE_UPDATE_FACTOR", "StopHook", "cg", "cg_core"]
 
@@ -199,7 +197,7 @@ def cg_core(
         As for :func:`cg` (stop reason: the hook's, if it ended the run).
     """
     _check_core(A, B, x0, tolerances, maxiter)
-    run = _Run.start(A, B, x0, tolerances, exact_residuals)
+    run = CGRun.start(A, B, x0, tolerances, exact_residuals)
     reason = None if stop is None else stop(0, run.history[-1])
     cols = None
     if reason is None and maxiter > 0 and not bool(run.converged.all()):
@@ -219,115 +217,8 @@ def _check_core(
         raise ValueError(f"maxiter must be an int ≥ 0, got {maxiter!r}")
 
 
-@dataclass
-class _Run:
-    """Bookkeeping of one run over the full block of ``k`` columns (private)."""
-
-    A: LinearOperator
-    B: torch.Tensor  # (n, k)
-    X: torch.Tensor  # (n, k) the returned iterate
-    R: torch.Tensor  # (n, k) initial residual (consumed by ``columns``)
-    tol: torch.Tensor  # (k,)
-    zero_rhs: torch.Tensor  # (k,) bool
-    converged: torch.Tensor  # (k,) bool
-    broken: torch.Tensor  # (k,) bool: zero curvature at rounding level
-    stagnated: torch.Tensor  # (k,) bool
-    col_iters: torch.Tensor  # (k,) long
-    true_rn: torch.Tensor  # (k,)
-    history: list[torch.Tensor]  # rows (k,)
-    count: ProductCount
-    exact: bool
-    it: int = 0
-
-    @classmethod
-    def start(
-        cls, A: LinearOperator, B: Tensor, x0: Tensor | None, tol: Tensor, exact: bool
-    ) -> _Run:
-        """Initial iterate and residual (one product when ``x0`` is given)."""
-        n, k = B.shape
-        count = ProductCount()
-        zero_rhs = torch.linalg.vector_norm(B, dim=0) == 0
-        X = torch.zeros_like(B) if x0 is None else x0.reshape(n, k).clone()
-        if x0 is not None:
-            X[:, zero_rhs] = 0
-            R = B - count(A, X)
-        else:
-            R = B.clone()
-        rn = torch.linalg.vector_norm(R, dim=0)
-        converged = (rn <= tol) | zero_rhs
-        return cls(
-            A, B, X, R, tol, zero_rhs, converged,
-            broken=torch.zeros_like(converged), stagnated=torch.zeros_like(converged),
-            col_iters=torch.zeros(k, dtype=torch.long, device=B.device),
-            true_rn=rn.clone(), history=[rn], count=count, exact=exact,
-        )  # fmt: skip
-
-    def columns(self, M: LinearOperator | None) -> ActiveColumns:
-        """The unconverged columns with their first direction.
-
-        Classical PCG preconditions all ``k`` residuals before compacting.
-        """
-        idx = (~self.converged).nonzero().squeeze(1)
-        aliased = idx.numel() == self.B.shape[1]
-        R = self.R[:, idx] if self.exact else self.R
-        Z = R if M is None else M.matmat(R)
-        rz = torch.linalg.vecdot(R, Z, dim=0)
-        if not self.exact:
-            R, Z, rz = R[:, idx], Z[:, idx], rz[idx]
-        check_preconditioner(M, rz, 0)
-        return ActiveColumns(
-            idx, self.X if aliased else self.X[:, idx], self.B[:, idx], R, Z.clone(),
-            self.tol[idx], rz, rmax=self.history[0][idx].clone(),
-            best=torch.full_like(rz, math.inf), stalls=torch.zeros_like(idx), aliased=aliased,
-        )  # fmt: skip
-
-    def freeze(
-        self, cols: ActiveColumns, stop: Tensor, done: Tensor, stuck: Tensor, dead: Tensor | None
-    ) -> None:
-        """Record and drop the columns that stop now (``dead``: ``None`` or a mask)."""
-        self.converged[cols.idx[done]] = True
-        self.stagnated[cols.idx[stuck & ~done]] = True
-        if dead is not None:
-            self.broken[cols.idx[dead & ~done]] = True
-        self.true_rn[cols.idx[done]] = self.history[-1][cols.idx[done]]
-        self.col_iters[cols.idx[stop]] = self.it
-        if not cols.aliased:
-            self.X[:, cols.idx[stop]] = cols.X[:, stop]
-        cols.keep(~stop)
-
-    def finish(self, cols: ActiveColumns | None, reason: StopReason | None) -> CGInfo:
-        """Write back the active columns; true residuals of unconverged columns; the info."""
-        if cols is not None and cols.idx.numel():
-            if not cols.aliased:
-                self.X[:, cols.idx] = cols.X
-            self.col_iters[cols.idx] = self.it
-        open_cols = (~self.converged).nonzero().squeeze(1)
-        if open_cols.numel() and self.exact:
-            Rt = self.B[:, open_cols] - self.count(self.A, self.X[:, open_cols], check=True)
-            self.true_rn[open_cols] = torch.linalg.vector_norm(Rt, dim=0)
-        elif open_cols.numel():
-            self.true_rn[open_cols] = self.history[-1][open_cols]
-        if reason is None or reason is StopReason.CALLBACK:
-            reason = stop_reason_of(
-                self.converged, self.zero_rhs, self.broken, self.stagnated,
-                by_callback=reason is StopReason.CALLBACK,
-            )  # fmt: skip
-        return CGInfo(
-            iterations=self.it,
-            products=self.count.products,
-            matvecs=self.count.matvecs,
-            true_residual_checks=self.count.checks,
-            residual_norms=torch.stack(self.history),
-            true_residual_norms=self.true_rn,
-            tolerances=self.tol,
-            column_iterations=self.col_iters,
-            converged=self.converged,
-            stop_reason=reason,
-        )
-
-
 def _iterate(
-    run: _Run,
+    run: CGRun,
     cols: ActiveColumns,
     M: LinearOperator | None,
     maxiter: int,
@@ -355,7 +246,7 @@ def _iterate(
         cols.resolve_pending()  # a direction computed last (unused) is still checked
 
 
-def _step(run: _Run, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
+def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
     """One iteration on the active columns (one product with ``A``).
 
     Stops the columns that are done. Returns the mask of the remaining columns whose

@@ -1,0 +1,121 @@
+"""Gram–Schmidt of new directions against a belief's observed ones (CGS2 and refinement).
+
+The two passes of :class:`~pnsolve.solvers.conditioning.Conditioner` that keep
+``Vᵀ A V = I`` to rounding without a product with ``A``: one pass of classical
+Gram–Schmidt against the observed directions (:meth:`GramSchmidt._conjugate`, run twice:
+"twice is enough") and the refinement of a block of normalised directions
+(:meth:`GramSchmidt._refine`, Kahan–Parlett's test).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._core.columns import ColumnBuffer
+from .._core.errors import NotPositiveDefiniteError
+
+__all__ = ["KAHAN_PARLETT_RATIO", "GramSchmidt"]
+
+#: A normalised direction that keeps less than this fraction of its squared norm when
+#: orthogonalised once more is numerically dependent on the observed ones (Parlett,
+#: *The Symmetric Eigenvalue Problem*, §6-9: "twice is enough").
+KAHAN_PARLETT_RATIO = 0.5
+
+
+class GramSchmidt:
+    """The Gram–Schmidt passes of a conditioner over its factors (a mixin).
+
+    The conditioner owns ``V``, ``AV`` (and, under a general prior, ``T``, ``W``), the
+    per-direction error ``weight``, ``eps``, ``sqrt_n`` and ``shares`` (the inverse
+    prior: ``T, W`` are ``V, AV``).
+    """
+
+    V: ColumnBuffer
+    AV: ColumnBuffer
+    T: ColumnBuffer
+    W: ColumnBuffer
+    weight: torch.Tensor
+    eps: float
+    sqrt_n: float
+    shares: bool
+
+    def _refine(self, Vn, AVn, Tn, Wn, err, iteration):
+        """Orthonormalise the new, already normalised directions a second time.
+
+        A kept direction whose curvature ``λ`` (relative to the action's own) is small
+        was mostly cancelled: its rounding error is amplified to about ``eps / √λ``, both
+        against the observed directions and within the block (the eigendecomposition's
+        error divided by ``√(λ_i λ_j)``). Left alone, these errors compound over later
+        iterations until the same direction is added again and ``Vᵀ A V`` drifts far from
+        ``I`` (rank above ``n``, a covariance with negative eigenvalues). Directions of
+        unit norm are well scaled, so one more Gram–Schmidt pass against ``V`` and an
+        eigendecomposition of their Gram matrix ``H`` are accurate to rounding; a
+        direction that loses more than half its squared norm in that pass was numerically
+        in the span of the others and is dropped (Kahan–Parlett's "twice is enough"
+        test). No product with ``A``.
+
+        Returns ``None`` when every direction is dropped. Raises
+        :class:`~pnsolve.NotPositiveDefiniteError` under the inverse prior when a
+        direction's curvature (from recomputed images) is clearly negative.
+        """
+        if self.V.view().shape[1]:
+            ones = Vn.new_ones(Vn.shape[1])
+            Vn, AVn, Tn, Wn, inc = self._conjugate(Wn, Vn, AVn, Tn, Wn, ones)
+            err = torch.hypot(err, inc)
+        H = Wn.mT @ Vn
+        H = 0.5 * (H + H.mT)
+        mu, P = torch.linalg.eigh(H)
+        if self.shares and float(mu.min()) < -10.0 * self.sqrt_n * self.eps * H.shape[0]:
+            raise NotPositiveDefiniteError(
+                f"A is not positive definite: the action at iteration {iteration} (0-based) "
+                f"has negative curvature (relative {float(mu.min()):.3e} after recomputing "
+                "its image)",
+                iteration=iteration,
+            )
+        keep = mu > KAHAN_PARLETT_RATIO
+        if not bool(keep.any()):
+            return None
+        B = P[:, keep] * mu[keep].rsqrt()
+        return Vn @ B, AVn @ B, Tn @ B, Wn @ B, torch.linalg.vector_norm(B * err[:, None], dim=0)
+
+    def _conjugate(self, Y, C, AC, Tn, Wn, scale, masked: bool = False):
+        """One Gram–Schmidt pass of the new direction against the observed ones.
+
+        With coefficients ``coef = Vᵀ Y`` (``Y = Z`` in the first pass, the conjugated
+        images ``Wn`` in the second): ``C ← C − V coef``, ``AC ← AC − AV coef`` and the
+        same for the right factor and the images. No product with ``A``. Also returns
+        the growth of the error bound of ``AC`` (``|coef|ᵀ`` times the observed
+        directions' weights), shape ``(m,)``.
+
+        The observed directions are orthonormal in the metric of the update, so the
+        term ``V_j coef_j`` changes ``C`` by ``|coef_j|`` in that norm; terms below
+        ``eps · scale`` (``scale`` = the action's norm in that metric, per column) are
+        rounding noise and skipped. For CG's search directions (conjugate in exact
+        arithmetic) that leaves a few terms, so the update reads ``V`` once instead of
+        three times. ``masked`` (the device path) zeroes those terms instead of gathering
+        the others, so no count is read on the host.
+        """
+        V, AV = self.V.view(), self.AV.view()
+        coef = V.mT @ Y
+        rows = (coef.abs() > self.eps * scale).any(dim=1)
+        weight = self.weight
+        if masked:  # the device path: the same terms, without reading k on the host
+            coef = torch.where(rows[:, None], coef, 0.0)
+            k = coef.shape[0]
+        else:
+            k = int(rows.sum())
+            if k == 0:
+                return C, AC, Tn, Wn, torch.zeros_like(scale)
+        if 4 * k < coef.shape[0]:
+            idx = rows.nonzero().squeeze(1)
+            coef, V, AV, weight = coef[idx], V[:, idx], AV[:, idx], weight[idx]
+            T = None if self.shares else self.T.view()[:, idx]
+            W = None if self.shares else self.W.view()[:, idx]
+        else:
+            T = None if self.shares else self.T.view()
+            W = None if self.shares else self.W.view()
+        inc = torch.linalg.vector_norm(coef * weight[:, None], dim=0)
+        C, AC = C - V @ coef, AC - AV @ coef
+        if self.shares:
+            return C, AC, C, AC, inc
+        return C, AC, Tn - T @ coef, Wn - W @ coef, inc
