@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 import torch
 
 from ..linops.base import LinearOperator
-from .fit_state import Provenance, stale_guard
+from .fit_state import Provenance, tie
 from .posterior import GaussianPosterior
 
 __all__ = ["FitRecord", "FittedModel"]
@@ -98,13 +98,10 @@ class FittedModel(abc.ABC, Generic[_Record]):
 
     def _tie(self, post: _Posterior, record: _Record) -> _Posterior:
         """Make ``post`` refuse its on-demand parts once ``record`` is no longer current."""
-        provenance = record.provenance
+        return tie(post, record.provenance, self._current_provenance, self._sources)
 
-        def now() -> Provenance | None:
-            return None if self._record is None else self._record.provenance
-
-        post.tie_to(stale_guard(provenance, now, self._sources))
-        return post
+    def _current_provenance(self) -> Provenance | None:
+        return None if self._record is None else self._record.provenance
 
     @property
     def X(self) -> torch.Tensor | None:

@@ -31,7 +31,7 @@ from torch import nn
 
 from .._core.statefile import version_counter
 
-__all__ = ["FitChangedError", "Provenance", "own_copy", "snapshot", "stale_guard"]
+__all__ = ["FitChangedError", "Provenance", "own_copy", "snapshot", "stale_guard", "tie"]
 
 #: Snapshot leaves: plain values compared by ``==``.
 _PLAIN = (int, float, bool, str, bytes, type(None))
@@ -206,6 +206,7 @@ class Provenance:
 
 _MISSING = object()
 _T = TypeVar("_T")
+_P = TypeVar("_P")
 
 
 def own_copy(x: _T) -> _T:
@@ -248,3 +249,17 @@ def stale_guard(
             )
 
     return current
+
+
+def tie(
+    post: _P,
+    provenance: Provenance,
+    now: Callable[[], Provenance | None],
+    sources: Callable[[], Mapping[str, object]],
+) -> _P:
+    """``post`` (a posterior with ``tie_to``) tied to the fit of ``provenance``.
+
+    Its on-demand parts then refuse once that fit is stale (:func:`stale_guard`).
+    """
+    post.tie_to(stale_guard(provenance, now, sources))  # type: ignore[attr-defined]
+    return post

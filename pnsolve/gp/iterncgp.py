@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 
 from .._core.precision import full_float32
-from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..kernels.base import StationaryKernel
-from ..krylov.buffer import KrylovBuffer
 from ..likelihoods.base import Likelihood
 from ..linops.base import LinearOperator
 from ..policies.base import Policy
@@ -33,7 +30,8 @@ from ._checks import (
     check_mean,
     check_stationary_kernel,
 )
-from .fit_state import Provenance, own_copy, stale_guard
+from .fit_state import Provenance, own_copy
+from .laplace.fitted import FitInputs, LaplaceFit
 from .laplace.line_search import MAX_HALVINGS
 from .laplace.newton import check_newton_config, newton_loop
 from .laplace.prediction import latent_posterior, predict_from_posterior
@@ -44,7 +42,7 @@ from .posterior import GaussianPosterior
 __all__ = ["MAX_HALVINGS", "IterNCGP", "LaplaceState", "NewtonStep", "NewtonStopReason"]
 
 
-class IterNCGP:
+class IterNCGP(LaplaceFit):
     """Computation-aware Laplace approximation for non-conjugate likelihoods.
 
     Parameters
@@ -166,7 +164,7 @@ class IterNCGP:
         self.backend = check_backend(backend)
         self._state: LaplaceState | None = None
         self._f_cache: tuple[LaplaceState, torch.Tensor] | None = None
-        self._fit_inputs: _FitInputs | None = None
+        self._fit_inputs: FitInputs | None = None
 
     # ------------------------------------------------------------------ operators
     @property
@@ -250,7 +248,7 @@ class IterNCGP:
         """Drive :func:`~pnsolve.gp.laplace.newton_loop`, keeping its last state."""
         self._state = None
         provenance = Provenance.record({"X": problem.X, "y": problem.y}, self._sources())
-        self._fit_inputs = _FitInputs(provenance, problem.X, problem.y, generator, K)
+        self._fit_inputs = FitInputs(provenance, problem.X, problem.y, generator, K)
         loop = newton_loop(
             problem,
             self.solver,
@@ -274,104 +272,6 @@ class IterNCGP:
                     )
                 )
                 yield state.newton_step, state.inner, post
-
-    # ------------------------------------------------------------------ the fit
-    @property
-    def state(self) -> LaplaceState | None:
-        """The last state of the Newton loop (``None`` before :meth:`fit`)."""
-        return self._state
-
-    def _fitted(self) -> LaplaceState:
-        """The loop's last state, after the check against the fit's provenance.
-
-        The Newton loop runs again first if a hyperparameter changed since the fit;
-        training data written in place are refused.
-        """
-        inputs = self._fit_inputs
-        if self._state is None or inputs is None:
-            raise RuntimeError("call fit(X, y) before asking for a posterior")
-        inputs.provenance.check(
-            self._sources(),
-            refit=lambda: self.fit(inputs.X, inputs.y, generator=inputs.generator, K=inputs.K),
-        )
-        assert self._state is not None
-        return self._state
-
-    def _tie(self, post: GaussianPosterior, provenance: Provenance) -> GaussianPosterior:
-        """Make ``post`` refuse its on-demand parts once the fit of ``provenance`` is stale."""
-
-        def now() -> Provenance | None:
-            return None if self._fit_inputs is None else self._fit_inputs.provenance
-
-        post.tie_to(stale_guard(provenance, now, self._sources))
-        return post
-
-    @property
-    def X(self) -> torch.Tensor | None:
-        """Training inputs of the last fit, shape ``(n, d)`` (``None`` before a fit)."""
-        return None if self._state is None else self._state.problem.X
-
-    @property
-    def y(self) -> torch.Tensor:
-        """Checked training targets, shape ``(n,)``."""
-        return self._fitted().problem.y
-
-    @property
-    def K(self) -> LinearOperator:
-        """Prior operator of the last fit, shape ``(C n, C n)``."""
-        return self._fitted().problem.K
-
-    @property
-    def steps(self) -> tuple[NewtonStep, ...]:
-        """One :class:`~pnsolve.gp.laplace.NewtonStep` per completed Newton step."""
-        return self._fitted().steps
-
-    @property
-    def buffer(self) -> KrylovBuffer | None:
-        """The Krylov buffer shared across Newton steps (``None`` without recycling)."""
-        return self._fitted().buffer
-
-    @property
-    def weights(self) -> torch.Tensor:
-        """``a = K⁻¹ (f − μ)`` at the current mode, shape ``(C n,)``."""
-        return self._fitted().weights
-
-    @property
-    def A(self) -> LinearOperator:
-        """The current Newton system operator, shape ``(C n, C n)``."""
-        return self._fitted().A
-
-    @property
-    def belief(self) -> GaussianSolutionBelief:
-        """The inner solver's current belief about the Newton system's solution."""
-        return self._fitted().belief
-
-    @property
-    def converged(self) -> bool:
-        """Whether the Newton loop stopped by meeting ``newton_tol``."""
-        return self._fitted().converged
-
-    @property
-    def stop_reason(self) -> NewtonStopReason | None:
-        """Why the Newton loop stopped (a ``str`` enum); ``None`` while it runs."""
-        return self._fitted().stop_reason
-
-    @property
-    def f(self) -> torch.Tensor:
-        """Latent mode ``μ + K a`` at the training inputs, shape ``(n,)`` or ``(n, C)``.
-
-        For the softmax the Newton loop only tracks the projected part ``P (f − μ)``
-        (the likelihood is blind to the rest); the full mode costs one product with
-        ``K`` on first access (cached for the current state).
-        """
-        state = self._fitted()
-        if self._f_cache is None or self._f_cache[0] is not state:
-            problem = state.problem
-            flat = problem.mean + (
-                state.h if problem.projector is None else problem.K @ state.weights
-            )
-            self._f_cache = (state, problem.likelihood.unflatten(flat))
-        return self._f_cache[1]
 
     # ------------------------------------------------------------------ prediction
     @full_float32
@@ -447,14 +347,3 @@ class IterNCGP:
 
     predict = predict_proba
     """The same method as :meth:`predict_proba`, named for counts (expected Poisson rates)."""
-
-
-@dataclass(frozen=True)
-class _FitInputs:
-    """What :meth:`IterNCGP.fit` ran on: provenance, data, generator and prior operator."""
-
-    provenance: Provenance
-    X: torch.Tensor
-    y: torch.Tensor
-    generator: torch.Generator | None
-    K: LinearOperator | None
