@@ -37,6 +37,7 @@ from .._core.validation import (
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
 from ..kernels.kernel_matrix import BACKENDS
+from ..likelihoods.base import Likelihood
 
 __all__ = [
     "as_tensor",
@@ -47,6 +48,7 @@ __all__ = [
     "check_generator",
     "check_inputs",
     "check_int",
+    "check_likelihood_targets",
     "check_mean",
     "check_model_kernel",
     "check_noise",
@@ -163,6 +165,26 @@ def check_targets(y: object, X: torch.Tensor, name: str = "y") -> torch.Tensor:
         raise ValueError(f"{name} must have shape ({X.shape[0]},) like X, got {tuple(y.shape)}")
     _check_like(y, name, X, "X has")
     return check_finite(y, name)
+
+
+def check_likelihood_targets(
+    y: object, X: torch.Tensor, likelihood: Likelihood, name: str = "y"
+) -> torch.Tensor:
+    """Targets the likelihood accepts (labels, counts, values), shape ``(n,)`` like ``X``.
+
+    Integer labels and counts stay integers (the likelihood checks their values); a
+    floating ``y`` must have ``X``'s dtype (``TypeError``, as for :func:`check_targets`);
+    ``y`` must be on ``X``'s device (``ValueError``).
+    """
+    y = as_tensor(y, name, int_dtype=None, device=X.device)
+    if y.is_floating_point():
+        _check_like(y, name, X, "X has")
+    elif y.device != X.device:
+        raise ValueError(f"{name} is on device {y.device} but X has {X.device}")
+    y = likelihood.check_targets(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"{name} must have shape ({X.shape[0]},) like X, got {tuple(y.shape)}")
+    return y
 
 
 def check_model_kernel(kernel: object) -> Kernel:

@@ -488,3 +488,19 @@ def test_a_qsgp_call_that_trains_nothing_leaves_the_run() -> None:
     with pytest.warns(UserWarning, match="trains nothing"):
         q.fit(X, y, steps=2, lr=0.5, generator=g, freeze_hyperparameters=0)
     assert q.training.run == run  # type: ignore[union-attr]
+
+
+def test_one_target_dtype_rule_across_models() -> None:
+    """A floating ``y`` of another dtype than ``X`` is refused alike (TypeError naming y)."""
+    X, y, _ = _data()
+    labels = (y > 0).to(torch.float32)
+    with pytest.raises(TypeError, match=r"y has dtype torch\.float32"):
+        pn.gp.ExactGP(pn.kernels.RBF(), noise=0.1).fit(X, y.float())
+    with pytest.raises(TypeError, match=r"y has dtype torch\.float32"):
+        pn.gp.IterNCGP(pn.kernels.RBF(), pn.likelihoods.Bernoulli(), pn.policies.CG(),
+                       pn.stopping.MaxIterations(3)).fit(X, labels)  # fmt: skip
+    with pytest.raises(TypeError, match=r"y has dtype torch\.float32"):
+        _qsgp(pn.kernels.RBF()).fit(X, y.float(), steps=1, generator=torch.Generator())
+    ints = (y > 0).long()  # integer labels are the likelihood's to check: accepted
+    pn.gp.IterNCGP(pn.kernels.RBF(), pn.likelihoods.Bernoulli(), pn.policies.CG(),
+                   pn.stopping.MaxIterations(3)).fit(X, ints)  # fmt: skip

@@ -140,7 +140,7 @@ def test_marginal_variance_non_increasing_in_the_inner_loop_and_above_laplace():
         ("poisson", lambda n: torch.full((n,), -1.0, dtype=F64), "y"),
         ("poisson", lambda n: torch.full((n,), 0.5, dtype=F64), "y"),
         ("softmax", lambda n: torch.full((n,), 3, dtype=torch.int64), "y"),
-        ("bernoulli", lambda n: torch.zeros(n + 1, dtype=F64), "targets"),
+        ("bernoulli", lambda n: torch.zeros(n + 1, dtype=F64), r"y must have shape \(\d+,\)"),
     ],
 )
 def test_bad_targets(kind, y, match):

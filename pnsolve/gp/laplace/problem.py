@@ -19,7 +19,7 @@ from ...likelihoods.base import Likelihood
 from ...linops.base import LinearOperator
 from ...linops.closure import Closure
 from ...linops.repeated_block import RepeatedBlockDiagonal
-from .._checks import as_tensor, check_inputs
+from .._checks import check_inputs, check_likelihood_targets
 
 __all__ = ["LaplaceProblem", "laplace_problem", "latent_kernel"]
 
@@ -124,9 +124,7 @@ def laplace_problem(
         Naming ``X``, ``y`` or ``K``.
     """
     X = check_inputs(X, "X")
-    y = likelihood.check_targets(as_tensor(y, "y", int_dtype=None, device=X.device))
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} targets but X has {X.shape[0]} rows")
+    y = check_likelihood_targets(y, X, likelihood)
     C = likelihood.num_latent
     Kop = latent_kernel(kernel, X, None, C, backend) if K is None else _check_prior(K, X, C)
     P = likelihood.latent_projector(X.shape[0], X.dtype, X.device)

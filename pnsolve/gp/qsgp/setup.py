@@ -16,7 +16,7 @@ from ...kernels.base import StationaryKernel
 from ...kernels.random_features import RandomFourierFeatures
 from ...likelihoods.base import Likelihood
 from ...likelihoods.gaussian import Gaussian
-from .._checks import as_tensor, check_inputs
+from .._checks import check_inputs, check_likelihood_targets
 from .covariance import VariationalCovariance
 from .estimator import ControlVariates
 from .exact import gauss_hermite
@@ -59,16 +59,7 @@ class QSGPSetup:
         cast to ``X``'s dtype.
         """
         X = self._check_inputs(X, "X")
-        y = as_tensor(y, "y", int_dtype=None, device=X.device)  # labels and counts stay ints
-        if y.device != X.device:
-            raise ValueError(f"y is on device {y.device} but X on {X.device}")
-        if y.is_floating_point() and y.dtype != X.dtype:
-            raise TypeError(
-                f"y has dtype {y.dtype} but X has {X.dtype}; cast it (e.g. y.to({X.dtype}))"
-            )
-        y = self.likelihood.check_targets(y).to(X.dtype)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},) like X, got {tuple(y.shape)}")
+        y = check_likelihood_targets(y, X, self.likelihood).to(X.dtype)
         return X, y
 
     def _check_inputs(self, X: object, name: str) -> torch.Tensor:
