@@ -27,6 +27,8 @@ SCRIPTS = [
     "bench_calibration.py",  # the calibration study: about 40 minutes (--quick: 2)
     # Filippone & Engler (2015) §5.1, SGLD vs MH: about 45 minutes (--quick: 3)
     "bench_sgld_mh.py",
+    # the default ChainConfig against MH on a set it was not tuned on: 5 minutes (--quick: 1)
+    "bench_sgld_defaults.py",
     # Filippone & Engler (2015) §5.2, matrix-free chains: about 35 minutes (--quick: 1)
     "bench_sgld_large.py",
     "bench_qsgp_cost.py",  # Evans & Nair (2020): flat cost per step, Fig. 1 (--quick: 1 minute)

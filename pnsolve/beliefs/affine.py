@@ -116,17 +116,11 @@ class AffineSolutionBelief:
     def var(self, directions: torch.Tensor) -> torch.Tensor:
         """Variance ``uᵀ Σ_m u = (Eᵀ u)ᵀ Σ₀ (Eᵀ u)`` along each direction ``u``.
 
-        Parameters
-        ----------
-        directions
-            ``(n,)`` or ``(n, k)``.
-
-        Returns
-        -------
-        torch.Tensor
-            Shape ``()`` or ``(k,)``. Costs one ``P_mᵀ`` (``m`` sweeps on ``k`` columns),
-            one product with ``A`` and ``uᵀ Σ₀ u`` (an inner solve per direction under
-            the inverse prior).
+        Takes and returns what :meth:`GaussianSolutionBelief.var
+        <pnsolve.beliefs.GaussianSolutionBelief.var>` does: ``directions`` of shape
+        ``(n,)`` or ``(n, k)``, variances of shape ``()`` or ``(k,)``. Costs one ``P_mᵀ``
+        (``m`` sweeps on ``k`` columns), one product with ``A`` and ``uᵀ Σ₀ u`` (an
+        inner solve per direction under the inverse prior).
         """
         return along_directions(
             directions,
@@ -137,15 +131,9 @@ class AffineSolutionBelief:
     def sample(self, k: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``k`` draws ``x_m + E y`` with ``y ~ N(0, Σ₀)``, shape ``(n, k)``.
 
-        Under the inverse prior drawing ``y`` runs Lanczos to working precision
-        (expensive, for study).
-
-        Parameters
-        ----------
-        k
-            Number of samples, ``k ≥ 1``.
-        generator
-            The only source of randomness.
+        ``k`` and ``generator`` as in :meth:`GaussianSolutionBelief.sample
+        <pnsolve.beliefs.GaussianSolutionBelief.sample>`. Under the inverse prior
+        drawing ``y`` runs Lanczos to working precision (expensive, for study).
         """
         Y = draw_prior(self.prior, self.A, k, generator)
         return self.mean.unsqueeze(-1) + Y - self.P @ (self.A @ Y)

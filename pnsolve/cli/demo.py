@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .text import format_table
+from .text import format_rows
 
 __all__ = ["DemoRow", "run_demo"]
 
@@ -209,14 +209,4 @@ def _cg_notes(rows: list[DemoRow], rtol: float, rank: int) -> str:
 
 def _format_table(rows: list[DemoRow]) -> str:
     header = ("method", "iterations", "rel. residual", "rel. error vs Cholesky", "time [s]")
-    body = [
-        (
-            r.method,
-            str(r.iterations),
-            f"{r.relative_residual:.2e}",
-            f"{r.relative_error:.2e}",
-            f"{r.seconds:.3f}",
-        )
-        for r in rows
-    ]
-    return format_table(header, body)
+    return format_rows(rows, header, ("", "", ".2e", ".2e", ".3f"))

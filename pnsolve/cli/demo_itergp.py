@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .._core import random as rnd
-from .text import format_table
+from .text import format_rows
 
 __all__ = ["ItergpRow", "run_itergp_demo", "toy_data"]
 
@@ -165,17 +165,7 @@ def run_itergp_demo(
         "comp. variance",
         "exact mean outside ±2 sd",
     )
-    body = [
-        (
-            str(r.budget),
-            f"{r.mean_error:.2e}",
-            f"{r.math_var:.2e}",
-            f"{r.comp_var:.2e}",
-            f"{r.outside_band:.0%}",
-        )
-        for r in rows
-    ]
-    echo(format_table(header, body))
+    echo(format_rows(rows, header, ("", ".2e", ".2e", ".2e", ".0%")))
     echo(_itergp_notes(rows))
     p = fit(budget)
     path = pn.plotting.plot_gp_band(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .text import format_table
+from .text import format_rows
 
 if TYPE_CHECKING:
     from ..policies.base import Policy
@@ -180,8 +180,4 @@ def _tradeoff_notes(
 def format_tradeoff_table(rows: Sequence[TradeoffRow]) -> str:
     """Fixed-width text table of trade-off rows."""
     header = ("policy", "iterations", "rel. error vs Cholesky", "reported uncertainty")
-    body = [
-        (r.policy, str(r.iterations), f"{r.relative_error:.2e}", f"{r.relative_uncertainty:.2e}")
-        for r in rows
-    ]
-    return format_table(header, body)
+    return format_rows(rows, header, ("", "", ".2e", ".2e"))

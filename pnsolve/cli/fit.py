@@ -169,7 +169,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     Ctrl-C prints one line saying how many steps the checkpoint holds and returns 130.
     """
-    from .main import EXIT_INTERRUPTED, UsageError, forward_arguments
+    from .main import EXIT_INTERRUPTED, config_from_arguments
 
     budget = args.epochs_budget
     if args.solver == "sgd" and budget is None and args.sgd_lr is None:
@@ -180,10 +180,7 @@ def run_fit(args: argparse.Namespace) -> int:
         )
     from ..gp.training import TrainingConfig
 
-    try:
-        config = forward_arguments(TrainingConfig, args, epochs_budget=budget)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(str(exc)) from exc
+    config = config_from_arguments(TrainingConfig, args, epochs_budget=budget)
     try:
         return _run(args, config)
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 @contextlib.contextmanager
-def distributed_session(backend: str, timeout: float) -> Iterator[bool]:
+def distributed_session(backend: str, timeout: float, command: str = "fit") -> Iterator[bool]:
     """Yield whether this process leads (prints, writes files); start/stop the group.
 
     For ``backend != "distributed"`` nothing happens (this process leads). Otherwise
@@ -26,7 +26,9 @@ def distributed_session(backend: str, timeout: float) -> Iterator[bool]:
     Raises
     ------
     UsageError
-        If the torchrun environment is missing (the message shows the launch line).
+        If the torchrun environment is missing (the message shows the launch line of
+        ``command``, with the ``--`` that keeps torchrun from taking the command's
+        options, e.g. ``--log``, for abbreviations of its own).
     """
     if backend != "distributed":
         yield True
@@ -39,7 +41,7 @@ def distributed_session(backend: str, timeout: float) -> Iterator[bool]:
     if missing and not dist.is_initialized():
         raise UsageError(
             "--backend distributed runs under torchrun, e.g. torchrun --nproc_per_node=2 "
-            f"-m pnsolve fit ... --backend distributed ({', '.join(missing)} not set)"
+            f"-m pnsolve -- {command} ... --backend distributed ({', '.join(missing)} not set)"
         )
     owned = not dist.is_initialized()
     if owned:

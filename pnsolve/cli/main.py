@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -26,11 +27,24 @@ class UsageError(ValueError):
     """A bad combination of command-line arguments: reported like argparse's errors (exit 2)."""
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with each option's default, except where there is none to show.
+
+    Required options and options whose default is ``None`` (their help says what
+    leaving them out means) get no "(default: None)".
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.required or action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit status 2) and defaults in ``--help``."""
 
     def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -87,6 +101,62 @@ def forward_arguments(fn: Callable[..., _R], args: argparse.Namespace, **overrid
     accepted = inspect.signature(fn).parameters
     kwargs = {name: value for name, value in vars(args).items() if name in accepted}
     return fn(**{**kwargs, **overrides})
+
+
+def config_from_arguments(
+    cls: Callable[..., _R],
+    args: argparse.Namespace,
+    *,
+    flags: dict[str, str] | None = None,
+    **overrides: Any,
+) -> _R:
+    """A command's settings object from its parsed arguments; bad values are usage errors.
+
+    Parameters
+    ----------
+    cls
+        The settings class (e.g. ``TrainingConfig``); called as :func:`forward_arguments`
+        calls it.
+    args
+        The parsed arguments.
+    flags
+        The flag of each field set from an argument of another name (the others are
+        ``--field-name``), for the error message.
+    **overrides
+        Values set on top of (or instead of) the arguments, e.g. derived ones.
+
+    Returns
+    -------
+    object
+        ``cls(...)`` of the arguments it accepts by name.
+
+    Raises
+    ------
+    UsageError
+        With the message of the ``ValueError`` or ``TypeError`` that ``cls`` raised, its
+        field names written as the flags that set them.
+    """
+    try:
+        return forward_arguments(cls, args, **overrides)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(_as_flags(str(exc), args, flags or {})) from exc
+
+
+def _as_flags(message: str, args: argparse.Namespace, flags: dict[str, str]) -> str:
+    """``message`` with the settings' field names written as the command's flags.
+
+    A field that is an argument's destination becomes ``--its-name``; ``flags`` names
+    the others (fields set from an argument of another name, e.g. ``alpha`` from ``--q``).
+    """
+    names = {name: "--" + name.replace("_", "-") for name in vars(args)}
+    names.update(flags)
+    for name in sorted(names, key=len, reverse=True):
+        field = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+        # "solver='cg'" → "--solver cg" (as typed on the command line), then bare names
+        message = re.sub(field + r"='([^']*)'", rf"{names[name]} \1", message)
+        message = re.sub(field + r"=", f"{names[name]} ", message)
+        message = re.sub(field, names[name], message)
+    return message
 
 
 def open_fraction(text: str) -> float:
@@ -206,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .launch import distributed_session
             from .sample import run_sample
 
-            with distributed_session(args.backend, args.timeout) as lead:
+            with distributed_session(args.backend, args.timeout, args.command) as lead:
                 args.lead = lead  # only the lead process writes files
                 return (run_fit if args.command == "fit" else run_sample)(args)
         if args.command == "bench":

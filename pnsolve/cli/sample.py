@@ -13,14 +13,21 @@ import torch
 
 from .._core import random as rnd
 
-__all__ = ["add_sample_parser", "run_sample"]
+__all__ = ["ESS_LIMIT", "PSRF_LIMIT", "add_sample_parser", "convergence_warnings", "run_sample"]
+
+#: A parameter counts as not converged above this PSRF (Gelman–Rubin) ...
+PSRF_LIMIT = 1.1
+#: ... or below this bulk effective sample size.
+ESS_LIMIT = 100.0
 
 
 def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``sample`` subcommand (its options are part of the public contract)."""
-    from ..gp.bayes import GRADIENTS, SAMPLERS
+    from ..gp.bayes import GRADIENTS, SAMPLERS, ChainConfig
     from .fit import _add_data_arguments
-    from .main import add_backend_arguments, positive_float, positive_int
+    from .main import add_backend_arguments, nonnegative_int, positive_float, positive_int
+
+    defaults = ChainConfig()
 
     sample = sub.add_parser(
         "sample",
@@ -37,7 +44,11 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     _add_data_arguments(sample)
     sample.add_argument("--sampler", choices=SAMPLERS, default="sgld", help="sampler")
     sample.add_argument(
-        "--gradient", choices=GRADIENTS, default="ulisse", help="SGLD's gradient estimate"
+        "--gradient",
+        choices=GRADIENTS,
+        default=None,
+        help="SGLD's gradient estimate (none: ulisse); --sampler mh uses the exact "
+        "likelihood and takes none",
     )
     sample.add_argument("--iterations", type=positive_int, required=True, help="steps per chain")
     sample.add_argument("--chains", type=positive_int, default=4, help="number of chains")
@@ -56,29 +67,47 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
         "--step-end", type=positive_float, default=1e-4, help="SGLD's last step size"
     )
     sample.add_argument(
-        "--subset", type=positive_int, default=500, help="points of the MAP/Laplace fit"
+        "--subset",
+        type=positive_int,
+        default=None,
+        help="points of the MAP/Laplace fit (none: 500, or all rows when fewer)",
     )
     sample.add_argument(
         "--q",
         type=positive_float,
-        default=0.1,
-        help="ULISSE's early threshold α = q√n on the residual (Filippone & Engler 2015 "
-        "sample with q = 1, which on concrete gave chains that disagree, PSRF 5–25; q = 0.1 "
-        "is the other setting of their Fig. 3; docs/sgld.md has settings that mix faster)",
+        default=None,
+        help="ULISSE's early threshold α = q√n on the residual (default 0.01: a relative "
+        "residual of 1 %% for Rademacher probes; Filippone & Engler 2015 sample with q = 1 "
+        "and q = 0.1, which gave chains that disagree, PSRF 5–25 on concrete)",
+    )
+    sample.add_argument(
+        "--num-probes",
+        type=positive_int,
+        default=defaults.num_probes,
+        help="Rademacher probes of SGLD's trace estimate (the paper's 4 left the chains "
+        "20–70 %% wider than exact MH)",
+    )
+    sample.add_argument(
+        "--preconditioner-rank",
+        type=nonnegative_int,
+        default=defaults.preconditioner_rank,
+        help="pivots of the gradient's pivoted-Cholesky preconditioner (0: plain CG, as in "
+        "the paper)",
     )
     sample.add_argument(
         "--beta",
         type=positive_float,
-        default=1.0,
+        default=defaults.beta,
         help="ULISSE's roulette rate β (Filippone & Engler 2015 use 1)",
     )
     sample.add_argument(
         "--freeze",
         type=positive_float,
-        default=0.002,
+        default=defaults.freeze_threshold,
         help="step-freezing threshold (Filippone & Engler 2015, eq. 7): SGLD's step size "
         "freezes once the gradient noise is below this share of the injected noise (their "
-        "value: 0.002)",
+        "0.002 froze the chains at steps too small to mix in 10 000 iterations; the share "
+        "widens the draws by about √(1 + share))",
     )
     add_backend_arguments(sample)
     sample.add_argument(
@@ -94,26 +123,28 @@ def run_sample(args: argparse.Namespace) -> int:
     """Run ``pnsolve sample`` with parsed arguments; returns the exit status."""
     from ..gp.bayes import ChainConfig, sample_hyperparameters
     from ..metrics import mcmc_summary
-    from .main import UsageError
+    from .main import UsageError, config_from_arguments
 
     if not str(args.out).endswith(".npz"):
         raise UsageError(f"--out must name a .npz file, got {args.out!r}")
-    try:
-        config = ChainConfig(
-            sampler=args.sampler,
-            gradient=args.gradient,
-            iterations=args.iterations,
-            step_start=args.step_start,
-            step_end=args.step_end,
-            subset=args.subset,
-            beta=args.beta,
-            freeze_threshold=args.freeze,
-            backend=args.backend,
+    # by name: --sampler, --gradient, --iterations, --step-start/-end, --subset, --beta, --backend
+    if args.sampler == "mh" and args.gradient is not None:
+        raise UsageError(
+            f"--gradient {args.gradient} sets SGLD's gradient; --sampler mh evaluates the "
+            "exact likelihood and takes no gradient: leave --gradient out"
         )
-    except (ValueError, TypeError) as exc:
-        raise UsageError(str(exc)) from exc
+    config = config_from_arguments(
+        ChainConfig, args, flags={"freeze_threshold": "--freeze"}, freeze_threshold=args.freeze,
+        gradient=args.gradient or "ulisse", subset=args.subset or ChainConfig.subset,
+    )  # fmt: skip
     ds, X, y = _rows(args)
-    config = dataclasses.replace(config, alpha=args.q * math.sqrt(X.shape[0]))
+    if args.subset is not None and args.subset > X.shape[0]:
+        print(
+            f"warning: --subset {args.subset} is more than the {X.shape[0]} training rows: "
+            f"the MAP/Laplace fit uses all {X.shape[0]}"
+        )
+    if args.q is not None:
+        config = dataclasses.replace(config, alpha=args.q * math.sqrt(X.shape[0]))
     print(
         f"{ds.name}: n = {X.shape[0]} training rows, d = {X.shape[1]}; {args.sampler}"
         + (f" with {args.gradient} gradients" if args.sampler == "sgld" else "")
@@ -201,6 +232,40 @@ def _progress(args: argparse.Namespace, total: int):
     return tqdm(total=total, desc="sampling", unit="it", smoothing=0.05)
 
 
+def convergence_warnings(rows: list, *, chains: int) -> list[str]:
+    """Why the draws of ``rows`` (``ParameterSummary`` per parameter) are not yet usable.
+
+    Parameters
+    ----------
+    rows
+        One summary per parameter (``name``, ``psrf``, ``ess``).
+    chains
+        Number of chains (the PSRF needs two).
+
+    Returns
+    -------
+    list of str
+        One line per parameter whose PSRF exceeds :data:`PSRF_LIMIT` or whose bulk ESS
+        is below :data:`ESS_LIMIT`, and one line when a single chain leaves the PSRF
+        undefined; empty when every parameter passes.
+    """
+    lines = []
+    if chains < 2:
+        lines.append(
+            "PSRF is nan: it compares chains and there is one (--chains 1); convergence "
+            "across chains is not checked (run --chains 2 or more)"
+        )
+    for r in rows:
+        why = []
+        if chains >= 2 and not r.psrf <= PSRF_LIMIT:
+            why.append(f"PSRF {r.psrf:.3f} > {PSRF_LIMIT} (the chains disagree)")
+        if not r.ess >= ESS_LIMIT:
+            why.append(f"bulk ESS {r.ess:.1f} < {ESS_LIMIT:.0f}")
+        if why:
+            lines.append(f"{r.name} is not converged: {'; '.join(why)}; run more --iterations")
+    return lines
+
+
 def _report(out, wall: float, mcmc_summary) -> None:
     """Per parameter: posterior mean, sd, PSRF, ESS; then time per effective sample."""
     rows = mcmc_summary(out.samples, list(out.names))
@@ -208,6 +273,8 @@ def _report(out, wall: float, mcmc_summary) -> None:
     print(f"{'parameter':<12} {'mean':>9} {'sd':>9} {'PSRF':>7} {'ESS':>9}")
     for r in rows:
         print(f"{r.name:<12} {r.mean:9.4f} {r.sd:9.4f} {r.psrf:7.3f} {r.ess:9.1f}")
+    for line in convergence_warnings(rows, chains=out.samples.shape[0]):
+        print(f"warning: {line}")
     ess_min = min(r.ess for r in rows)
     chain_seconds = sum(out.seconds)
     per = chain_seconds / ess_min if ess_min > 0 and math.isfinite(ess_min) else math.inf

@@ -31,7 +31,7 @@ from .mll_estimators import (
     StandardEstimator,
 )
 from .pathwise import PathwiseSamples, sample_posterior
-from .posterior import GaussianPosterior
+from .posterior import GaussianPosterior, NegativeVarianceError
 from .qsgp import QSGP
 from .training import TrainingConfig, TrainingResult, train_hyperparameters
 
@@ -50,6 +50,7 @@ __all__ = [
     "LaplaceState",
     "LoveCache",
     "LovePosterior",
+    "NegativeVarianceError",
     "NewtonStep",
     "NewtonStopReason",
     "PathwiseEstimator",

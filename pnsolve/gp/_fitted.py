@@ -12,7 +12,7 @@ from ..linops.base import LinearOperator
 from .fit_state import Provenance, tie
 from .posterior import GaussianPosterior
 
-__all__ = ["FitRecord", "FittedModel"]
+__all__ = ["FitRecord", "FittedModel", "readout"]
 
 _Posterior = TypeVar("_Posterior", bound=GaussianPosterior)
 
@@ -42,6 +42,41 @@ class FitRecord:
 
 
 _Record = TypeVar("_Record", bound=FitRecord)
+
+
+class _Readout:
+    """A read-only attribute reading ``path`` off the model's checked fit record.
+
+    Reading it calls the model's ``_fitted()`` (so a stale fit is refitted, or refused,
+    first) and follows the dotted ``path`` from the record.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.__doc__ = f"``{path}`` of the current fit record (refitted first if stale)."
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, model: Any, owner: type | None = None) -> Any:
+        if model is None:
+            return self
+        value = model._fitted()
+        for part in self.path.split("."):
+            value = getattr(value, part)
+        return value
+
+    def __set__(self, model: Any, value: Any) -> None:
+        raise AttributeError(f"{self.name} is read from the fit; call fit(X, y) to change it")
+
+
+def readout(path: str) -> Any:
+    """A model attribute that reads ``path`` (dotted) off the checked fit record.
+
+    Use as ``belief: GaussianSolutionBelief = readout("belief")`` followed by the
+    attribute's docstring; every read goes through the model's ``_fitted()``.
+    """
+    return _Readout(path)
 
 
 class FittedModel(abc.ABC, Generic[_Record]):
@@ -108,12 +143,8 @@ class FittedModel(abc.ABC, Generic[_Record]):
         """Training inputs of the last fit, shape ``(n, d)`` (``None`` before a fit)."""
         return None if self._record is None else self._record.X
 
-    @property
-    def y(self) -> torch.Tensor:
-        """Training targets of the last fit, shape ``(n,)``."""
-        return self._fitted().y
+    y: torch.Tensor = readout("y")
+    """Training targets of the last fit, shape ``(n,)``."""
 
-    @property
-    def A(self) -> LinearOperator:
-        """The training operator ``K̂`` of the (current) fit, shape ``(n, n)``."""
-        return self._fitted().A
+    A: LinearOperator = readout("A")
+    """The training operator ``K̂`` of the (current) fit, shape ``(n, n)``."""

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import torch
 
+from .._core.precision import full_float32
 from ..kernels.grid_interpolation import GridInterpolation
 from ..kernels.kernel import Kernel
 from ._checks import check_bool, check_choice, check_inputs
@@ -40,7 +41,7 @@ class RegressionGP(FittedModel[_Record]):
     Subclasses set ``kernel``, ``noise`` and ``mean``; their ``fit`` stores a frozen
     record through :meth:`_store`, and :meth:`_refit` repeats the fit on the record's
     data. Queries go through :meth:`_fitted` (the checked record), :meth:`_query`,
-    :meth:`_love_posterior` and :meth:`_build_love_cache`.
+    :meth:`_love_posterior` and :meth:`build_love_cache` (public, shared by both).
     """
 
     kernel: Kernel
@@ -125,14 +126,39 @@ class RegressionGP(FittedModel[_Record]):
         )
         return self._tie(post, record)
 
-    def _build_love_cache(
+    @full_float32
+    def build_love_cache(
         self,
-        rank: int,
-        probe: torch.Tensor | None,
-        Xs: torch.Tensor | None,
+        rank: int = 50,
+        probe: torch.Tensor | None = None,
+        Xs: torch.Tensor | None = None,
+        *,
         calibrated: bool = False,
     ) -> LoveCache:
-        """``build_love_cache``: a LOVE cache of the fit's ``K̂``, the model not modified."""
+        """A LOVE cache of the fit's ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
+
+        Parameters
+        ----------
+        rank
+            Lanczos steps (``rank + 1`` products with ``K̂``, on the model's backend, so
+            matrix-free for IterGP; capped at ``n``).
+        probe
+            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
+            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
+            of CG on the training system).
+        Xs
+            Representative test inputs, shape ``(t, d)``, for the default probe.
+        calibrated
+            Declare that a given ``probe`` does not depend on ``y``. The cache (and the
+            posteriors from it) are marked ``calibrated`` for the default probe from
+            ``Xs`` automatically, never for the targets probe, and for a given
+            ``probe`` only when declared here.
+
+        Returns
+        -------
+        LoveCache
+            The cache; the model is not modified (keep the cache yourself).
+        """
         record = self._fitted()
         check_rank(rank)
         if Xs is not None:

@@ -21,7 +21,7 @@ from ._checks import (
     check_stationary_kernel,
     check_targets,
 )
-from ._fitted import FitRecord, FittedModel
+from ._fitted import FitRecord, FittedModel, readout
 from .belief_posterior import exact_variance
 from .fit_state import own_copy
 from .posterior import GaussianPosterior
@@ -61,8 +61,9 @@ class AffinePosterior(GaussianPosterior):
         var: torch.Tensor,
         cov: Callable[[], torch.Tensor],
         math_var: Callable[[], torch.Tensor],
+        var_scale: torch.Tensor | None = None,
     ) -> None:
-        super().__init__(mean, var, cov, math_var)
+        super().__init__(mean, var, cov, math_var, var_scale=var_scale)
         #: ``True``: on data drawn from the GP prior, ``f(x) − mean`` has exactly the
         #: variance :attr:`var` (affine methods never look at ``y`` to decide anything).
         self.calibrated = True
@@ -206,15 +207,11 @@ class AffineGP(FittedModel[AffineGPFitState]):
     def _refit(self, record: AffineGPFitState) -> None:
         self.fit(record.X, record.y)
 
-    @property
-    def belief(self) -> AffineSolutionBelief:
-        """The method's belief of the current fit."""
-        return self._fitted().belief
+    belief: AffineSolutionBelief = readout("belief")
+    """The method's belief of the current fit."""
 
-    @property
-    def info(self) -> AffineSolveInfo:
-        """The sweeps' info of the current fit."""
-        return self._fitted().info
+    info: AffineSolveInfo = readout("info")
+    """The sweeps' info of the current fit."""
 
     @full_float32
     def posterior(self, Xs: torch.Tensor) -> AffinePosterior:
@@ -228,7 +225,9 @@ class AffineGP(FittedModel[AffineGPFitState]):
         Returns
         -------
         AffinePosterior
-            ``mean``, ``var`` (combined: ``k(x,x) − 2kᵀP_m k + kᵀP_m K̂ P_mᵀk``),
+            ``mean``, ``var`` (combined: ``k(x,x) − 2kᵀP_m k + kᵀP_m K̂ P_mᵀk``, never
+            negative: rounding-level negatives are set to 0, clearly negative ones raise
+            :class:`~pnsolve.gp.posterior.NegativeVarianceError`),
             ``math_var`` and ``comp_var`` (on demand: ``t`` exact solves), ``cov()``,
             ``sample(...)``, ``calibrated = True``.
         """
@@ -242,7 +241,9 @@ class AffineGP(FittedModel[AffineGPFitState]):
             W = P.rmatmat(K)  # P_mᵀ k(X, Xs): m sweeps of the transposed method
             KW = A @ W
             mean = self.mean + K.mT @ record.belief.mean
-            var = prior_var - 2.0 * (K * W).sum(0) + (W * KW).sum(0)
+            cross, energy = (K * W).sum(0), (W * KW).sum(0)
+            var = prior_var - 2.0 * cross + energy
+            size = prior_var.abs() + 2.0 * cross.abs() + energy.abs()  # the terms' size
 
         def cov() -> torch.Tensor:
             with torch.no_grad():
@@ -254,7 +255,7 @@ class AffineGP(FittedModel[AffineGPFitState]):
                 KernelMatrix(self.kernel, Xs, X, backend=self.backend), prior_var, A
             )
 
-        post = AffinePosterior(mean, var, cov, math_var)
+        post = AffinePosterior(mean, var, cov, math_var, var_scale=size)
         self._tie(post, record)
         return post
 

@@ -9,7 +9,7 @@ import torch
 
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
-from .posterior import GaussianPosterior
+from .posterior import GaussianPosterior, nonnegative_variance
 
 __all__ = ["belief_posterior", "exact_variance", "project_belief"]
 
@@ -33,7 +33,10 @@ def exact_variance(
     """
     KXs, W = _exact_solves(cross, A, projector)
     with torch.no_grad():  # like ``var``: a reference value, not a training objective
-        return prior_var - (KXs * W).sum(0)
+        reduction = (KXs * W).sum(0)
+        return nonnegative_variance(
+            prior_var - reduction, prior_var.abs() + reduction.abs(), "the exact variance"
+        )
 
 
 def _exact_solves(
@@ -143,13 +146,16 @@ def belief_posterior(
     -------
     GaussianPosterior
         ``mean`` and ``var`` ``(T,)`` (``(t, C)`` for ``C > 1``), ``cov()``, ``math_var``.
+        ``var ≥ 0``: rounding-level negatives are set to 0, clearly negative ones raise
+        :class:`~pnsolve.gp.posterior.NegativeVarianceError` (``V Vᵀ ≼ A⁻¹`` violated).
     """
     scale = float(comp_var_scale)
     if not 0.0 < scale < math.inf:
         raise ValueError(f"comp_var_scale must be a positive finite number, got {comp_var_scale!r}")
     mean, KV = project_belief(cross, weights, V, offset, projector)
     with torch.no_grad():
-        var = prior_var - (KV * KV).sum(1)
+        reduction = (KV * KV).sum(1)
+        var = prior_var - reduction
 
     def cov() -> torch.Tensor:
         with torch.no_grad():
@@ -169,6 +175,7 @@ def belief_posterior(
         exact if math_var is None else math_var,
         num_latent=num_latent,
         calibrated=calibrated,
+        var_scale=prior_var.abs() + reduction,
     )
 
 
@@ -190,8 +197,11 @@ def _rescaled(
     """
     KXs, W = _exact_solves(cross, A, projector)
     with torch.no_grad():
-        math_var = prior_var - (KXs * W).sum(0)
+        exact_reduction = (KXs * W).sum(0)
+        math_var = prior_var - exact_reduction
         rescaled = math_var + scale * (var - math_var)
+        size = prior_var.abs() + exact_reduction.abs() + scale * (prior_var - var).abs()
+        math_var = nonnegative_variance(math_var, size, "the exact variance")
 
     def cov() -> torch.Tensor:
         with torch.no_grad():
@@ -207,4 +217,5 @@ def _rescaled(
         num_latent=num_latent,
         calibrated=False,
         comp_var_scale=scale,
+        var_scale=size,
     )

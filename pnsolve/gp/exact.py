@@ -13,7 +13,7 @@ from ..kernels.kernel import Kernel
 from ..linops.base import LinearOperator
 from ..linops.closure import Closure
 from ._checks import check_inputs, check_mean, check_model_kernel, check_noise, check_targets
-from ._fitted import FitRecord
+from ._fitted import FitRecord, readout
 from ._regression import RegressionGP
 from .fit_state import FitChangedError, own_copy
 from .love import LoveCache
@@ -123,15 +123,11 @@ class ExactGP(RegressionGP[ExactFitState]):
     def _refit(self, record: ExactFitState) -> None:
         self.fit(record.X, record.y)
 
-    @property
-    def L(self) -> torch.Tensor:
-        """Lower Cholesky factor of ``K̂`` of the current fit, shape ``(n, n)``."""
-        return self._fitted().L
+    L: torch.Tensor = readout("L")
+    """Lower Cholesky factor of ``K̂`` of the current fit, shape ``(n, n)``."""
 
-    @property
-    def weights(self) -> torch.Tensor:
-        """Representer weights ``K̂⁻¹ (y − μ)`` of the current fit, shape ``(n,)``."""
-        return self._fitted().weights
+    weights: torch.Tensor = readout("weights")
+    """Representer weights ``K̂⁻¹ (y − μ)`` of the current fit, shape ``(n,)``."""
 
     @full_float32
     def posterior(
@@ -197,40 +193,6 @@ class ExactGP(RegressionGP[ExactFitState]):
 
         post = GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
         return self._tie(post, record)
-
-    @full_float32
-    def build_love_cache(
-        self,
-        rank: int = 50,
-        probe: torch.Tensor | None = None,
-        Xs: torch.Tensor | None = None,
-        *,
-        calibrated: bool = False,
-    ) -> LoveCache:
-        """A LOVE cache of ``K̂`` to reuse across ``posterior(..., cache=...)`` calls.
-
-        Parameters
-        ----------
-        rank
-            Lanczos steps (``rank + 1`` products with ``K̂``; capped at ``n``).
-        probe
-            Starting vector, shape ``(n,)``. Default: ``k(X, Xs)`` averaged over ``Xs``
-            when ``Xs`` is given, else the centred targets ``y − μ`` (the Krylov space
-            of CG on the training system).
-        Xs
-            Representative test inputs, shape ``(t, d)``, for the default probe.
-        calibrated
-            Declare that a given ``probe`` does not depend on ``y``. The cache (and the
-            posteriors from it) are marked ``calibrated`` for the default probe from
-            ``Xs`` automatically, never for the targets probe, and for a given
-            ``probe`` only when declared here.
-
-        Returns
-        -------
-        LoveCache
-            The cache; the model is not modified (keep the cache yourself).
-        """
-        return self._build_love_cache(rank, probe, Xs, calibrated)
 
     def _weights(self, record: ExactFitState) -> torch.Tensor:
         return record.weights

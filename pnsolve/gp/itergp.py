@@ -26,7 +26,7 @@ from ._checks import (
     check_positive_number,
     check_targets,
 )
-from ._fitted import FitRecord
+from ._fitted import FitRecord, readout
 from ._regression import RegressionGP
 from .belief_posterior import belief_posterior
 from .fit_state import own_copy
@@ -182,15 +182,11 @@ class IterGP(RegressionGP[IterGPFitState]):
     def _refit(self, record: IterGPFitState) -> None:
         self.fit(record.X, record.y, generator=record.generator)
 
-    @property
-    def belief(self) -> GaussianSolutionBelief:
-        """The solver's belief of the current fit."""
-        return self._fitted().belief
+    belief: GaussianSolutionBelief = readout("belief")
+    """The solver's belief of the current fit."""
 
-    @property
-    def info(self) -> SolveInfo | None:
-        """The solve's :class:`~pnsolve.SolveInfo` of the current fit."""
-        return self._fitted().info
+    info: SolveInfo | None = readout("info")
+    """The solve's :class:`~pnsolve.SolveInfo` of the current fit."""
 
     def iterate(
         self,
@@ -324,22 +320,6 @@ class IterGP(RegressionGP[IterGPFitState]):
             check_choice(comp_var_scale, "comp_var_scale", ("residual",))
             return self._residual_scale(record)
         return check_positive_number(comp_var_scale, "comp_var_scale")
-
-    @full_float32
-    def build_love_cache(
-        self,
-        rank: int = 50,
-        probe: torch.Tensor | None = None,
-        Xs: torch.Tensor | None = None,
-        *,
-        calibrated: bool = False,
-    ) -> LoveCache:
-        """A LOVE cache of ``K̂ = self.A`` to reuse across ``posterior(..., cache=...)`` calls.
-
-        Arguments and result as in :meth:`~pnsolve.gp.ExactGP.build_love_cache`; here
-        the ``rank + 1`` products with ``K̂`` are matrix-free.
-        """
-        return self._build_love_cache(rank, probe, Xs, calibrated)
 
     def _backend(self) -> str:
         return self.backend

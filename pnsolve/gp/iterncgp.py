@@ -11,6 +11,7 @@ the loop, its step-size search and the predictions live in :mod:`pnsolve.gp.lapl
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -272,6 +273,16 @@ class IterNCGP(LaplaceFit):
                     )
                 )
                 yield state.newton_step, state.inner, post
+        last = self._state
+        if last is not None and last.stop_reason == NewtonStopReason.MAX_NEWTON_STEPS:
+            warnings.warn(
+                f"IterNCGP.fit: the Newton loop stopped at max_newton_steps="
+                f"{self.max_newton_steps} without meeting newton_tol={self.newton_tol:g}: "
+                "the mode is not converged; raise max_newton_steps (or give the inner "
+                "solver more iterations)",
+                UserWarning,
+                stacklevel=3,
+            )
 
     # ------------------------------------------------------------------ prediction
     @full_float32

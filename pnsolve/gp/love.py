@@ -27,6 +27,7 @@ from ..linops.base import LinearOperator
 from ..linops.checks import as_operand, as_square_operator
 from ..linops.low_rank import LowRank
 from ._checks import check_positive_int
+from .posterior import nonnegative_variance
 
 if TYPE_CHECKING:  # pragma: no cover
     from .love_grid import GridLove
@@ -236,10 +237,12 @@ class LoveCache:
 
         Raises
         ------
-        ValueError
-            If a variance comes out negative. In exact arithmetic LOVE's variance is at
-            least the exact posterior variance, which is nonnegative; a negative value
-            means a broken cache or inconsistent inputs, so it is reported, not clamped.
+        NegativeVarianceError
+            (a ``ValueError``) If a variance comes out negative beyond rounding
+            (:func:`~pnsolve.gp.posterior.nonnegative_variance`). In exact arithmetic
+            LOVE's variance is at least the exact posterior variance, which is
+            nonnegative; a clearly negative value means a broken cache or inconsistent
+            inputs, so it is reported, not clamped.
         """
         prior_var = torch.as_tensor(prior_var, device=P.device)
         if P.ndim != 2 or P.shape[1] != self.rank:
@@ -248,17 +251,9 @@ class LoveCache:
             raise ValueError(
                 f"prior_var must have shape ({P.shape[0]},), got {tuple(prior_var.shape)}"
             )
-        var = prior_var - (P * P).sum(1)
-        bad = var < 0
-        if bool(bad.any()):
-            i = int(bad.nonzero()[0, 0])
-            raise ValueError(
-                f"LOVE produced a negative variance {float(var[i]):.3e} at test point {i} "
-                f"(prior variance {float(prior_var[i]):.3e}): the cache does not satisfy "
-                "R Rᵀ ≼ K̂⁻¹ (is K̂ symmetric positive definite, and the kernel the one "
-                "K̂ was built from?)"
-            )
-        return var
+        explained = (P * P).sum(1)
+        # rounding below zero becomes 0; beyond it R Rᵀ ≼ K̂⁻¹ is violated and reported
+        return nonnegative_variance(prior_var - explained, prior_var.abs() + explained, "LOVE")
 
     def belief(self, b: torch.Tensor | None = None) -> GaussianSolutionBelief:
         """The cache as the solver belief about ``K̂⁻¹ b`` under the inverse prior.

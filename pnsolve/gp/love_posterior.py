@@ -69,6 +69,7 @@ class LovePosterior(GaussianPosterior):
         math_var: Callable[[], torch.Tensor],
         cache: LoveCache,
         calibrated: bool,
+        var_scale: torch.Tensor | None = None,
     ) -> None:
         P = projection  # k(Xs, X) R, shape (t, k)
 
@@ -76,7 +77,7 @@ class LovePosterior(GaussianPosterior):
             with torch.no_grad():
                 return prior_cov() - P @ P.mT
 
-        super().__init__(mean, var, cov, math_var, calibrated=calibrated)
+        super().__init__(mean, var, cov, math_var, calibrated=calibrated, var_scale=var_scale)
         self.love_cache = cache
         self._projection = P
         self._prior_operator = prior_operator
@@ -237,10 +238,12 @@ def love_posterior(
     Returns
     -------
     LovePosterior
-        ``mean`` and ``var`` ``(t,)`` (``var ≥`` exact, a negative one raises
-        ``ValueError``), ``comp_var = var − math_var``, ``cov()``, ``sample(s,
-        generator)`` through a second Lanczos of rank ``cache.rank`` on the test
-        covariance, and ``love_cache = cache``.
+        ``mean`` and ``var`` ``(t,)`` (``var ≥`` exact; rounding-level negatives are set to
+        0, a clearly negative one raises
+        :class:`~pnsolve.gp.posterior.NegativeVarianceError`, a ``ValueError``),
+        ``comp_var = var − math_var``, ``cov()``, ``sample(s, generator)`` through a
+        second Lanczos of rank ``cache.rank`` on the test covariance, and
+        ``love_cache = cache``.
     """
     if cache.grid is not None:
         kernel = cache.grid.kernel
@@ -257,7 +260,8 @@ def love_posterior(
 
         mean, P = project_belief(cross(), weights, cache.R, offset)
     with torch.no_grad():
-        var = cache.variance_from_projection(P, prior_var)
+        reduction = (P * P).sum(1)
+        var = prior_var - reduction
 
     def exact() -> torch.Tensor:
         return exact_variance(cross(), prior_var, cache.A)
@@ -271,4 +275,5 @@ def love_posterior(
         math_var=exact if math_var is None else math_var,
         cache=cache,
         calibrated=cache.calibrated if calibrated is None else calibrated,
+        var_scale=prior_var.abs() + reduction,
     )

@@ -10,7 +10,60 @@ from .._core import random as rnd
 from .._core.precision import full_float32
 from .._core.validation import check_generator, check_positive_int
 
-__all__ = ["GaussianPosterior"]
+__all__ = ["GaussianPosterior", "NegativeVarianceError", "nonnegative_variance"]
+
+
+class NegativeVarianceError(ValueError, ArithmeticError):
+    """A posterior variance came out negative beyond rounding: the belief is inconsistent.
+
+    A ``ValueError`` (what LOVE raised for negative variances) and an
+    ``ArithmeticError`` (what IterNCGP's predictions raised).
+    """
+
+
+def nonnegative_variance(var: torch.Tensor, scale: torch.Tensor, what: str) -> torch.Tensor:
+    """``var`` with rounding-level negatives set to 0; raises on clearly negative values.
+
+    A variance formed as a difference (``k(x, x) − kᵀ C k``) of terms of size ``scale``
+    is accurate to a few ``eps · scale`` when the terms are exact, and to about
+    ``√eps · scale`` when one of them comes out of an iterative solve or a
+    decomposition of an ill-conditioned matrix (``√eps`` is also where
+    :mod:`pnsolve.metrics.calibration` calls a variance rounding). Values in
+    ``[−√eps · scale, 0)`` are rounding and become 0; below that the belief is not what
+    it claims (``C ≼ K̂⁻¹`` violated, a kernel changed under it) and the value is
+    reported, not hidden.
+
+    Parameters
+    ----------
+    var
+        Variances, shape ``(T,)``.
+    scale
+        The size of the terms ``var`` is the difference of (the sum of their absolute
+        values), shape ``(T,)``.
+    what
+        The quantity, for the error message (e.g. ``"IterGP's belief"``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``var.clamp_min(0)``, shape ``(T,)``.
+
+    Raises
+    ------
+    NegativeVarianceError
+        If a variance is below ``−√eps · scale``.
+    """
+    tol = torch.finfo(var.dtype).eps ** 0.5 * scale
+    bad = var < -tol
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        raise NegativeVarianceError(
+            f"{what} gives the negative variance {float(var[i]):.3e} at test point {i}, "
+            f"beyond rounding for terms of size {float(scale[i]):.3e}: the belief is "
+            "inconsistent with the kernel (is K̂ symmetric positive definite, and the "
+            "kernel the one it was built from?)"
+        )
+    return var.clamp_min(0.0)
 
 
 class GaussianPosterior:
@@ -44,6 +97,12 @@ class GaussianPosterior:
 
     Notes
     -----
+    :attr:`var` is never negative: a variance is a difference of terms that cancel
+    where the posterior is sure, and rounding can leave it slightly below zero; those
+    values are set to zero. A model that passes ``var_scale`` (the size of the terms,
+    shape ``(T,)``: IterGP, IterNCGP, AffineGP, LOVE) has clearly negative values
+    reported instead (:func:`nonnegative_variance`).
+
     :attr:`math_var` and :attr:`comp_var` are computed on first access: for an
     iterative GP the split needs exact solves with ``K̂`` (one per test point, batched),
     so it is meant for analysis, not for the fast path.
@@ -59,12 +118,15 @@ class GaussianPosterior:
         num_latent: int = 1,
         calibrated: bool = False,
         comp_var_scale: float = 1.0,
+        var_scale: torch.Tensor | None = None,
     ) -> None:
         self.num_latent = num_latent
         self.calibrated = bool(calibrated)
         self.comp_var_scale = float(comp_var_scale)
         self._flat_mean = mean
-        self._flat_var = var
+        if var_scale is not None:
+            var = nonnegative_variance(var, var_scale, f"{type(self).__name__}'s variance")
+        self._flat_var = var.clamp_min(0.0)
         self._cov = cov
         self._math_var_fn = math_var
         self._math_var: torch.Tensor | None = None

@@ -55,6 +55,7 @@ from .alternating_projections import AlternatingProjections
 from .cg import ConjugateGradients
 from .chebyshev import Chebyshev
 from .cyclic_projections import CyclicProjections
+from .divergence import DIVERGENCE_FACTOR, DivergenceError
 from .gauss_seidel import GaussSeidel
 from .info import KernelSolveInfo
 from .richardson import JacobiIteration, Richardson
@@ -64,12 +65,14 @@ from .system import KernelSystem
 
 __all__ = [
     "DEFAULT_MAX_EPOCHS",
+    "DIVERGENCE_FACTOR",
     "AffineMethod",
     "AffineSolveInfo",
     "AlternatingProjections",
     "Chebyshev",
     "ConjugateGradients",
     "CyclicProjections",
+    "DivergenceError",
     "GaussSeidel",
     "JacobiIteration",
     "KernelSolveInfo",

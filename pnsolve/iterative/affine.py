@@ -33,6 +33,7 @@ from ..beliefs.affine import AffineSolutionBelief
 from ..beliefs.priors import as_prior
 from ..linops.base import LinearOperator
 from ..linops.checks import as_operand, as_square_operator
+from .divergence import DivergenceError, ResidualWatch, growth_text
 
 __all__ = ["AffineMethod", "AffineSolveInfo", "SweepOperator", "Sweeper", "affine_solve"]
 
@@ -51,12 +52,18 @@ class Sweeper(abc.ABC):
     symmetric: bool = True
     #: Products with ``A`` spent on the set-up (spectral bounds).
     setup_products: int = 0
+    #: Largest factor by which a convergent run's residual norm can exceed the initial
+    #: one (see :mod:`pnsolve.iterative.divergence`).
+    growth_bound: float = 1.0
 
     @abc.abstractmethod
-    def run(self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool) -> list[float]:
+    def run(
+        self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool, watch: ResidualWatch
+    ) -> list[float]:
         """Run ``sweeps`` sweeps in place on iterates ``X`` and residuals ``R = B − A X``.
 
-        Returns the residual norm of column 0 after each sweep (recursive residuals).
+        Returns the residual norm of column 0 after each sweep (recursive residuals),
+        read by ``watch.check`` (which raises once a column diverged).
         ``transpose=True`` runs the transposed method (splitting ``Mᵀ``).
         """
 
@@ -64,17 +71,15 @@ class Sweeper(abc.ABC):
         """The set-up's numbers (damping, eigenvalue bounds), for the info."""
         return {}
 
-    @staticmethod
-    def step(A: LinearOperator, X: torch.Tensor, R: torch.Tensor, D: torch.Tensor) -> float | None:
-        """``X += D`` and ``R −= A D`` in place (one product); the new ``‖R[:, 0]‖``.
+    def diverged(self, sweep: int, start: float, now: float) -> Exception:
+        """The error once a residual column went from ``start`` to ``now`` at ``sweep``."""
+        return DivergenceError(f"{type(self).__name__} diverges: {growth_text(start, now, sweep)}")
 
-        ``None`` once ``R`` is no longer finite (the caller says why it diverged).
-        """
+    @staticmethod
+    def step(A: LinearOperator, X: torch.Tensor, R: torch.Tensor, D: torch.Tensor) -> None:
+        """``X += D`` and ``R −= A D`` in place (one product)."""
         X += D
         R -= A @ D
-        if not bool(torch.isfinite(R).all()):
-            return None
-        return float(torch.linalg.vector_norm(R[:, 0]))
 
 
 @dataclass(frozen=True)
@@ -187,12 +192,23 @@ class SweepOperator(LinearOperator):
             The iterate and its recursive residual, shape ``(n, k)``.
         norms : list of float
             Residual norm of column 0, before the first and after each sweep.
+
+        Raises
+        ------
+        DivergenceError
+            Once a column's residual exceeds
+            :data:`~pnsolve.iterative.divergence.DIVERGENCE_FACTOR` times the method's
+            growth bound times its initial norm, or is no longer finite; the message
+            names the setting to change (``damping``, ``upper``). Gauss–Seidel and
+            cyclic projections, which converge for every SPD ``A``, raise
+            :class:`~pnsolve.NotPositiveDefiniteError` instead.
         """
         with torch.no_grad():
             X = torch.zeros_like(B)
             R = B.clone()
-            norms = [float(torch.linalg.vector_norm(R[:, 0]))]
-            norms += self._sweeper.run(X, R, self.sweeps, transpose)
+            watch = ResidualWatch(R, self._sweeper)
+            norms = [float(watch.start[0])]
+            norms += self._sweeper.run(X, R, self.sweeps, transpose, watch)
         return X, R, norms
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
@@ -285,7 +301,13 @@ def affine_solve(
         If ``method`` is not an :class:`AffineMethod`.
     NotPositiveDefiniteError
         If the set-up finds ``A`` not positive definite (a non-positive diagonal entry,
-        a diagonal block without a Cholesky factor, a non-positive Ritz value).
+        a diagonal block without a Cholesky factor, a non-positive Ritz value), or
+        Gauss–Seidel / cyclic projections diverge (they converge for every SPD ``A``).
+    DivergenceError
+        If the sweeps diverge (:mod:`pnsolve.iterative.divergence`): the residual grew
+        past ``DIVERGENCE_FACTOR`` times what a convergent run allows, or is no longer
+        finite. The message names the setting to change (``damping`` of Jacobi and
+        Richardson, ``upper`` of Chebyshev) and a value that converges.
 
     Examples
     --------

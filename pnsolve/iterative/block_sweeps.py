@@ -20,6 +20,7 @@ from .._core.errors import NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 from ..linops.dense import Dense
 from .affine import Sweeper
+from .divergence import DIVERGENCE_FACTOR, ResidualWatch, growth_text
 from .spectral_bounds import check_positive_diagonal
 from .system import KernelSystem
 
@@ -69,6 +70,9 @@ class BlockSweeper(Sweeper):
         self.what = what
         self.symmetric = symmetric
         self.row_passes_per_sweep = len(self.passes)
+        # the error's A-norm never grows: ‖r_m‖ ≤ √κ(A) ‖r₀‖ < ‖r₀‖/√eps for any A that
+        # is positive definite in working precision
+        self.growth_bound = torch.finfo(A.dtype).eps ** -0.5
         self._rows = _rows(A, self.blocks)
         with torch.no_grad():
             self._factors = [self._factor(i) for i in range(len(self.blocks))]
@@ -96,7 +100,9 @@ class BlockSweeper(Sweeper):
             return torch.linalg.solve_triangular(F.mT, R, upper=True)
         return torch.linalg.solve_triangular(F, R, upper=False)
 
-    def run(self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool) -> list[float]:
+    def run(
+        self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool, watch: ResidualWatch
+    ) -> list[float]:
         """``sweeps`` sweeps in place; ``transpose`` reverses the passes and their directions."""
         passes = tuple(not p for p in reversed(self.passes)) if transpose else self.passes
         forward = list(range(len(self.blocks)))
@@ -108,12 +114,17 @@ class BlockSweeper(Sweeper):
                     delta = self._solve(i, R[lo:hi], backward)
                     X[lo:hi] += delta
                     self._rows.subtract(R, i, delta)
-            norms.append(float(torch.linalg.vector_norm(R[:, 0])))
-            if not bool(torch.isfinite(R).all()):
-                raise ArithmeticError(
-                    f"{self.what}: the residual became non-finite at sweep {sweep + 1}"
-                )
+            norms.append(watch.check(R, sweep + 1))
         return norms
+
+    def diverged(self, sweep: int, start: float, now: float) -> Exception:
+        """These sweeps converge for every SPD ``A``: divergence means ``A`` is not."""
+        return NotPositiveDefiniteError(
+            f"{self.what} diverges: {growth_text(start, now, sweep)}, more than "
+            f"{DIVERGENCE_FACTOR:g}/√eps times its start; its sweeps converge for every "
+            "symmetric positive definite matrix, so A is not positive definite (or "
+            "singular in working precision: increase the noise or use float64)"
+        )
 
 
 class _Rows:

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import torch
 
+from .._core.errors import NotPositiveDefiniteError
 from .._core.validation import check_positive_int
 from ..linops.base import LinearOperator
 from .affine import AffineMethod, Sweeper
-from .spectral_bounds import spectral_bounds
+from .divergence import DIVERGENCE_FACTOR, DivergenceError, ResidualWatch, growth_text
+from .spectral_bounds import SAFETY, spectral_bounds
 
 __all__ = ["Chebyshev"]
 
@@ -79,7 +81,7 @@ class Chebyshev(AffineMethod):
                     f"the estimated interval [{lower:.3g}, {upper:.3g}] is empty: pass lower "
                     "and upper"
                 )
-        return ChebyshevSweeper(A, float(lower), float(upper), products)
+        return ChebyshevSweeper(self, A, float(lower), float(upper), products)
 
 
 class ChebyshevSweeper(Sweeper):
@@ -88,7 +90,15 @@ class ChebyshevSweeper(Sweeper):
     products_per_sweep = 1
     symmetric = True
 
-    def __init__(self, A: LinearOperator, lower: float, upper: float, setup_products: int) -> None:
+    def __init__(
+        self,
+        method: Chebyshev,
+        A: LinearOperator,
+        lower: float,
+        upper: float,
+        setup_products: int,
+    ) -> None:
+        self.method = method
         self.A = A
         self.lower, self.upper = lower, upper
         self.setup_products = setup_products
@@ -97,8 +107,14 @@ class ChebyshevSweeper(Sweeper):
         """The interval ``lower``, ``upper``."""
         return {"lower": self.lower, "upper": self.upper}
 
-    def run(self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool) -> list[float]:
-        """``sweeps`` Chebyshev steps from ``(X, R)`` (symmetric: ``transpose`` ignored)."""
+    def run(
+        self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool, watch: ResidualWatch
+    ) -> list[float]:
+        """``sweeps`` Chebyshev steps from ``(X, R)`` (symmetric: ``transpose`` ignored).
+
+        With ``upper ≥ λ_max`` the residual never grows (``|r_m| ≤ 1`` on ``(0, upper]``):
+        the growth bound is 1.
+        """
         theta = 0.5 * (self.upper + self.lower)
         delta = 0.5 * (self.upper - self.lower)
         sigma = theta / delta
@@ -106,15 +122,34 @@ class ChebyshevSweeper(Sweeper):
         D = R / theta
         norms = []
         for step in range(sweeps):
-            norm = self.step(self.A, X, R, D)
-            if norm is None:
-                raise ArithmeticError(
-                    f"Chebyshev: the residual became non-finite at step {step + 1} (is upper "
-                    "below λ_max?)"
-                )
-            norms.append(norm)
+            self.step(self.A, X, R, D)
+            norms.append(watch.check(R, step + 1))
             if step + 1 < sweeps:
                 rho_next = 1.0 / (2.0 * sigma - rho)
                 D = (rho_next * rho) * D + (2.0 * rho_next / delta) * R
                 rho = rho_next
         return norms
+
+    def diverged(self, sweep: int, start: float, now: float) -> Exception:
+        """Name ``upper`` and ``λ_max`` (from Lanczos, on the error path only)."""
+        method = self.method
+        try:
+            with torch.no_grad():
+                lam = spectral_bounds(self.A, steps=method.lanczos_steps, safety=SAFETY)
+        except NotPositiveDefiniteError as err:
+            return NotPositiveDefiniteError(
+                f"Chebyshev diverges: {growth_text(start, now, sweep)}; {err}"
+            )
+        given = method.upper is not None
+        what = (
+            f"Chebyshev(upper={self.upper:.4g})"
+            if given
+            else f"Chebyshev's estimated interval [{self.lower:.3g}, {self.upper:.3g}]"
+        )
+        instead = "" if given else f" (raise lanczos_steps={method.lanczos_steps} or pass it)"
+        return DivergenceError(
+            f"{what} diverges: {growth_text(start, now, sweep)}, more than "
+            f"{DIVERGENCE_FACTOR:g}× what a convergent run allows (eigenvalues above upper "
+            f"are amplified); use upper ≥ λ_max(A) ≈ {lam.upper / SAFETY:.3g} (Lanczos), e.g. "
+            f"upper={lam.upper:.3g}{instead}"
+        )

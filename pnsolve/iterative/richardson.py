@@ -9,10 +9,12 @@ from typing import ClassVar
 import torch
 
 from .._core.deprecation import renamed_attributes
+from .._core.errors import NotPositiveDefiniteError
 from .._core.validation import check_positive_int
 from ..linops.base import LinearOperator
 from .affine import AffineMethod, Sweeper
-from .spectral_bounds import check_positive_diagonal, spectral_bounds
+from .divergence import DIVERGENCE_FACTOR, DivergenceError, ResidualWatch, growth_text
+from .spectral_bounds import SAFETY, check_positive_diagonal, spectral_bounds
 
 __all__ = ["JacobiIteration", "Richardson"]
 
@@ -47,7 +49,7 @@ class _Damped(AffineMethod):
                 scale = d.reciprocal().unsqueeze(-1)
             if self.damping is not None:
                 omega = float(self.damping)
-                return DampedSweeper(A, omega, scale, 0, {"damping": omega})
+                return DampedSweeper(self, A, omega, scale, 0, {"damping": omega})
             bounds = spectral_bounds(
                 A, method=self.bound, steps=self.lanczos_steps, jacobi=self.jacobi
             )
@@ -56,7 +58,7 @@ class _Damped(AffineMethod):
         else:
             omega = 1.0 / bounds.upper
         params = {"damping": omega, "lower": bounds.lower, "upper": bounds.upper}
-        return DampedSweeper(A, omega, scale, bounds.products, params)
+        return DampedSweeper(self, A, omega, scale, bounds.products, params)
 
 
 @dataclass(frozen=True)
@@ -125,39 +127,72 @@ class JacobiIteration(_Damped):
 
 
 class DampedSweeper(Sweeper):
-    """The sweeps of :class:`Richardson` and :class:`JacobiIteration` (one product each)."""
+    """The sweeps of :class:`Richardson` and :class:`JacobiIteration` (one product each).
+
+    Convergent (``0 < ω λ < 2`` on the spectrum of ``S A``), the residual grows by at
+    most ``√(max dᵢ/min dᵢ)`` for Jacobi (``S = D⁻¹``) and never for Richardson: that is
+    its :attr:`growth_bound`.
+    """
 
     products_per_sweep = 1
     symmetric = True
 
     def __init__(
         self,
+        method: _Damped,
         A: LinearOperator,
         omega: float,
         scale: torch.Tensor | None,
         setup_products: int,
         params: dict[str, float],
     ) -> None:
+        self.method = method
         self.A = A
+        self.omega = omega
         self.factor = omega if scale is None else omega * scale
         self.setup_products = setup_products
         self._params = params
+        if scale is not None:  # scale = D⁻¹: the residual's growth bound √(max d / min d)
+            lo, hi = torch.stack(torch.aminmax(scale)).tolist() if scale.numel() else (1, 1)
+            self.growth_bound = math.sqrt(hi / lo)
 
     def parameters(self) -> dict[str, float]:
         """``damping`` and, when estimated, the ``lower``/``upper`` spectral bounds."""
         return dict(self._params)
 
-    def run(self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool) -> list[float]:
+    def run(
+        self, X: torch.Tensor, R: torch.Tensor, sweeps: int, transpose: bool, watch: ResidualWatch
+    ) -> list[float]:
         """``X += ω S R``, ``R −= A ω S R``, ``sweeps`` times (symmetric: ``transpose`` ignored)."""
         norms = []
         for sweep in range(sweeps):
-            norm = self.step(self.A, X, R, self.factor * R)
-            if norm is None:
-                raise ArithmeticError(
-                    f"the residual became non-finite at sweep {sweep + 1} (damping too large?)"
-                )
-            norms.append(norm)
+            self.step(self.A, X, R, self.factor * R)
+            norms.append(watch.check(R, sweep + 1))
         return norms
+
+    def diverged(self, sweep: int, start: float, now: float) -> Exception:
+        """Name ``damping`` and the largest that converges (``2/λ_max``, from Lanczos)."""
+        method, omega = self.method, self.omega
+        name = type(method).__name__
+        of = "D⁻¹A" if method.jacobi else "A"
+        try:  # the error path only: 10 products to say which damping converges
+            with torch.no_grad():
+                lam = spectral_bounds(
+                    self.A, steps=method.lanczos_steps, jacobi=method.jacobi, safety=SAFETY
+                )
+        except NotPositiveDefiniteError as err:
+            return NotPositiveDefiniteError(
+                f"{name}(damping={omega:.4g}) diverges: {growth_text(start, now, sweep)}; {err}"
+            )
+        given = method.damping is not None
+        what = f"{name}(damping={omega:.4g})" if given else f"{name}'s damping {omega:.4g}"
+        advice = "" if given else f" (bound={method.bound!r} underestimated λ_max)"
+        return DivergenceError(
+            f"{what} diverges: {growth_text(start, now, sweep)}, more than "
+            f"{DIVERGENCE_FACTOR:g}× what a convergent run allows{advice}; use damping < "
+            f"2/λ_max({of}) ≈ {2.0 * SAFETY / lam.upper:.3g} (Lanczos: λ_max ≈ "
+            f"{lam.upper / SAFETY:.3g}), e.g. damping={2.0 / lam.upper:.3g}"
+        )
 
 
 #: ``Jacobi`` (renamed: the preconditioner pnsolve.preconditioners.Jacobi owns the name).

@@ -18,6 +18,9 @@ from ..linops.closure import Closure
 __all__ = ["SpectralBounds", "check_positive_diagonal", "spectral_bounds"]
 
 _METHODS = ("lanczos", "gershgorin")
+#: Default factor on the largest Ritz value (``θ_max ≤ λ_max``: the margin that makes it
+#: an upper bound in practice).
+SAFETY = 1.1
 
 
 class SpectralBounds(NamedTuple):
@@ -49,7 +52,7 @@ def spectral_bounds(
     method: str = "lanczos",
     steps: int = 10,
     jacobi: bool = False,
-    safety: float = 1.1,
+    safety: float = SAFETY,
 ) -> SpectralBounds:
     """Eigenvalue interval of ``A`` (or of ``D^{-1/2} A D^{-1/2}`` with ``jacobi=True``).
 

@@ -79,6 +79,13 @@ class Grid:
         """Distances ``i · spacing_j`` from the first grid point, shape ``(m_j,)``."""
         return self.spacing[j] * torch.arange(self.sizes[j], dtype=dtype, device=device)
 
+    def _grid_units(self, X: torch.Tensor, j: int) -> torch.Tensor:
+        """Column ``j`` of ``X`` ``(n, d)`` in grid units from the first grid point, ``(n,)``.
+
+        Detached from autograd, as the interpolation weights are.
+        """
+        return (X[:, j].detach() - self.lower[j]) / self.spacing[j]
+
     def check_covers(self, X: torch.Tensor, name: str = "X") -> None:
         """Raise ``ValueError`` naming ``name`` if a row of ``X`` ``(n, d)`` is off the interior.
 
@@ -87,12 +94,12 @@ class Grid:
         """
         for j in range(X.shape[1]):
             m = self.sizes[j]
-            t = (X[:, j].detach() - self.lower[j]) / self.spacing[j]  # grid units
+            t = self._grid_units(X, j)
             slack = 1e-6 * (m - 3)
-            outside = (t < 1 - slack) | (t > m - 2 + slack)
-            if bool(outside.any()):
+            outside = ((t < 1 - slack) | (t > m - 2 + slack)).nonzero()  # (rows, 1)
+            if outside.numel():
+                i = int(outside[0, 0])
                 lo, hi = self.interior(j)
-                i = int(outside.nonzero()[0, 0])
                 raise ValueError(
                     f"{name} has a point outside the grid in dimension {j}: row {i} has "
                     f"{float(X[i, j]):.6g}, the grid interpolates on [{lo:.6g}, {hi:.6g}]. "
@@ -119,7 +126,7 @@ class Grid:
         stencil = torch.arange(-1, 3, device=X.device)
         for j in range(d):
             m = self.sizes[j]
-            t = (X[:, j].detach() - self.lower[j]) / self.spacing[j]  # grid units
+            t = self._grid_units(X, j)
             base = t.floor().clamp(1, m - 3)  # stencil base − 1, base, base + 1, base + 2
             f = (t - base).unsqueeze(-1)  # in [0, 1]
             w = keys_weights(f - stencil.to(X.dtype))  # (n, 4)

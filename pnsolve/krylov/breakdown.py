@@ -12,19 +12,21 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .._core.errors import NotPositiveDefiniteError
+from .._core.errors import MissingStructureError, NotPositiveDefiniteError
 from ..linops.base import LinearOperator
 
 if TYPE_CHECKING:
     from .cg_info import ProductCount
 
 __all__ = [
+    "CURVATURE_BAND",
     "RELIABLE_UPDATE_FACTOR",
     "ActiveColumns",
     "check_preconditioner",
     "curvature_failure",
     "next_direction",
     "not_pd_preconditioner",
+    "operator_norm_estimate",
     "replace_residuals",
     "replacement_check",
 ]
@@ -33,6 +35,12 @@ __all__ = [
 #: residual of a column is replaced by the true one whenever it has dropped by this
 #: factor since the last replacement.
 RELIABLE_UPDATE_FACTOR = 1e-2
+
+#: ``c / √n`` in the band ``|pᵀAp| ≤ c·eps·‖A‖‖p‖²`` within which a curvature is
+#: rounding, not evidence of an indefinite ``A``: a product ``A p`` is accurate to about
+#: ``√n·eps·‖A‖‖p‖``; 10 is the safety factor (the probabilistic ``√n`` of accumulated
+#: rounding is exceeded by a few units in practice).
+CURVATURE_BAND = 10.0
 
 
 @dataclass
@@ -78,22 +86,34 @@ class ActiveColumns:
 
 
 def curvature_failure(
-    pAp: torch.Tensor, P: torch.Tensor, AP: torch.Tensor, it: int, idx: torch.Tensor
+    pAp: torch.Tensor,
+    P: torch.Tensor,
+    AP: torch.Tensor,
+    it: int,
+    idx: torch.Tensor,
+    A: LinearOperator | None = None,
 ) -> torch.Tensor:
     """Handle ``pᵀAp ≤ 0`` or non-finite: raise, or return the rounding-level columns.
 
-    ``pᵀAp`` of an SPD matrix computed in floating point is accurate to about
-    ``√n·eps·‖p‖‖Ap‖``; curvature within that band is rounding (no progress possible,
-    the column is frozen as broken down), clearly negative curvature means ``A`` is
-    not positive definite.
+    A product ``A p`` computed in floating point is accurate to about
+    ``√n·eps·‖A‖‖p‖`` (whatever ``‖A p‖`` is), so ``pᵀAp`` is known to about
+    ``c·eps·‖A‖‖p‖²`` with ``c = 10 √n`` (:data:`CURVATURE_BAND` ``· √n``). Curvature
+    within that band is rounding (no progress possible, the column is frozen as broken
+    down: a singular or numerically singular ``A`` along ``p``); clearly negative
+    curvature means ``A`` is not positive definite. ``‖A‖`` is estimated from below
+    (:func:`operator_norm_estimate`: ``max |diag A|`` when ``A`` is given and has a
+    structured diagonal, and the largest ``‖A p_j‖/‖p_j‖`` of the block), so the band
+    only errs towards raising.
     """
     if not bool(torch.isfinite(pAp).all()):
         raise ValueError(
             f"the product A @ p at iteration {it} (0-based) produced NaN or Inf values; "
             "check the operator A"
         )
-    scale = torch.linalg.vector_norm(P, dim=0) * torch.linalg.vector_norm(AP, dim=0)
-    band = 10.0 * math.sqrt(P.shape[0]) * torch.finfo(P.dtype).eps * scale
+    p_norm = torch.linalg.vector_norm(P, dim=0)
+    norm_A = operator_norm_estimate(A, P, AP)
+    scale = p_norm * torch.maximum(torch.linalg.vector_norm(AP, dim=0), norm_A * p_norm)
+    band = CURVATURE_BAND * math.sqrt(P.shape[0]) * torch.finfo(P.dtype).eps * scale
     nonpos = pAp <= 0
     negative = nonpos & (pAp < -band)
     if bool(negative.any()):
@@ -104,6 +124,25 @@ def curvature_failure(
             iteration=it,
         )
     return nonpos
+
+
+def operator_norm_estimate(
+    A: LinearOperator | None, P: torch.Tensor, AP: torch.Tensor
+) -> torch.Tensor:
+    """A lower estimate of ``‖A‖`` (0-d): ``max |diag A|`` and the largest ``‖A p_j‖/‖p_j‖``.
+
+    The diagonal is used where ``A`` is given and has a structured one (for SPD ``A``,
+    ``max |a_ii| ≥ ‖A‖/n``); no product with ``A``.
+    """
+    p_norm = torch.linalg.vector_norm(P, dim=0)
+    ratio = torch.linalg.vector_norm(AP, dim=0) / torch.where(p_norm > 0, p_norm, 1.0)
+    estimate = ratio.max() if ratio.numel() else P.new_zeros(())
+    if A is not None:
+        try:
+            estimate = torch.maximum(estimate, A.diagonal().abs().max().to(estimate.dtype))
+        except MissingStructureError:
+            pass
+    return estimate
 
 
 def not_pd_preconditioner(it: int) -> NotPositiveDefiniteError:

@@ -282,7 +282,7 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
     # the classical one of the next direction, computed after this step's product
     if run.exact:
         cols.resolve_pending(bad_m)
-    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx)
+    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx, run.A)
     if not run.exact:
         cols.resolve_pending(bad_m)
     if run.exact:

@@ -25,10 +25,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from .._core import random as rnd
-from .._core.validation import check_finite, check_positive_int, require_generator
+from .._core.validation import (
+    check_finite,
+    check_positive_int,
+    check_positive_number,
+    check_same_device,
+    check_same_dtype,
+    require_generator,
+)
 from ..kernels.base import StationaryKernel
 
 __all__ = ["CalibrationStatistics", "prior_draw_calibration", "z_statistics"]
@@ -175,11 +183,13 @@ def prior_draw_calibration(
     kernel
         The prior covariance the data are drawn from (the model should use it too).
     noise
-        Observation-noise variance ``σ² > 0`` of the draws.
+        Observation-noise variance ``σ² > 0`` of the draws (a float or a 0-d tensor).
     X, Xs
-        Training inputs ``(n, d)`` and test inputs ``(t, d)``, same dtype and device.
+        Training inputs ``(n, d)`` and test inputs ``(t, d)``, same dtype and device
+        (NumPy arrays are converted).
     posterior
-        ``posterior(X, y, Xs)`` → an object with ``mean`` and ``var`` at ``Xs``.
+        ``posterior(X, y, Xs)`` → an object with ``mean`` and ``var`` of ``t`` entries
+        at ``Xs``; a variance below zero is refused.
     draws
         Number of prior draws (≥ 2, for standard errors).
     generator
@@ -199,8 +209,9 @@ def prior_draw_calibration(
     draws = check_positive_int(draws, "draws")
     if draws < 2:
         raise ValueError(f"draws must be at least 2 (for standard errors), got {draws}")
-    if not (isinstance(noise, int | float) and math.isfinite(noise) and noise > 0):
-        raise ValueError(f"noise must be a positive finite variance, got {noise!r}")
+    noise = check_positive_number(noise, "noise", what="variance", tensor=True)
+    X = _inputs(X, "X")
+    Xs = _inputs(Xs, "Xs", like=X)
     n = X.shape[0]
     with torch.no_grad():
         Kall = kernel(torch.cat([X, Xs]))
@@ -220,8 +231,7 @@ def prior_draw_calibration(
         y = f[:n] + math.sqrt(noise) * eps
         post = posterior(X, y, Xs)
         with torch.no_grad():
-            mean = check_finite(_on(post.mean, X).reshape(-1), "posterior mean")
-            var = check_finite(_on(post.var, X).reshape(-1), "posterior var")
+            mean, var = _moments(post, X, Xs.shape[0])
             exact = Kall[n:, :n] @ torch.cholesky_solve(y.unsqueeze(-1), chol).squeeze(-1)
             comp = var - math_var
             ok = comp > floor
@@ -233,9 +243,50 @@ def prior_draw_calibration(
     }
 
 
-def _on(value: object, like: torch.Tensor) -> torch.Tensor:
-    """``value`` (a tensor or array from a user's posterior) detached, on ``like``'s device."""
-    return torch.as_tensor(value, device=like.device).detach()
+def _inputs(X: object, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    """Finite floating inputs ``(n, d)`` (NumPy converted), matching ``like`` when given."""
+    if isinstance(X, np.ndarray):
+        X = torch.as_tensor(X, device=None if like is None else like.device)
+    if not isinstance(X, torch.Tensor):
+        raise TypeError(f"{name} must be a tensor or NumPy array, got {type(X).__name__}")
+    if X.ndim != 2 or X.shape[0] < 1 or not X.is_floating_point():
+        raise ValueError(
+            f"{name} must be a floating (n, d) tensor with n ≥ 1, got shape "
+            f"{tuple(X.shape)} and dtype {X.dtype}"
+        )
+    if like is not None:
+        if X.shape[1] != like.shape[1]:
+            raise ValueError(
+                f"{name} must have {like.shape[1]} columns like X, got shape {tuple(X.shape)}"
+            )
+        check_same_dtype(X, like.dtype, name, "X")
+        check_same_device(X, like.device, name, "X")
+    return check_finite(X, name)
+
+
+def _moments(post: object, like: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checked ``(mean, var)`` at the ``t`` test points of a user's posterior."""
+    if not (hasattr(post, "mean") and hasattr(post, "var")):
+        raise TypeError(
+            "posterior(X, y, Xs) must return an object with .mean and .var (e.g. a "
+            f"pnsolve GaussianPosterior), got {type(post).__name__}"
+        )
+    out = []
+    for part in ("mean", "var"):
+        value = torch.as_tensor(getattr(post, part), device=like.device).detach()
+        if value.numel() != t:
+            raise ValueError(
+                f"posterior(X, y, Xs).{part} must have shape ({t},) for the {t} test "
+                f"inputs, got {tuple(value.shape)}"
+            )
+        out.append(check_finite(value.reshape(t).to(like.dtype), f"posterior {part}"))
+    if bool((out[1] < 0).any()):
+        bad = int((out[1] < 0).sum())
+        raise ValueError(
+            f"posterior(X, y, Xs).var is negative at {bad} of {t} test points (minimum "
+            f"{float(out[1].min()):.3g}): a variance must be ≥ 0"
+        )
+    return out[0], out[1]
 
 
 def _levels(levels: Sequence[float], like: torch.Tensor) -> torch.Tensor:

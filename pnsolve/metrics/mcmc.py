@@ -61,7 +61,7 @@ class ParameterSummary:
     Attributes
     ----------
     name
-        The parameter's name.
+        The parameter's entry of ``names`` (default ``θ0, θ1, …`` by position).
     mean, sd
         Posterior mean and standard deviation over all chains and draws.
     psrf, psrf_upper

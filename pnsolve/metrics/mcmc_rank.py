@@ -45,8 +45,10 @@ def split_rhat(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") 
 
     Raises
     ------
+    TypeError
+        For ``samples`` that do not hold real numbers.
     ValueError
-        For bad ``samples`` or ``backend``.
+        For ``samples`` not of the shape above or with NaN/Inf values, or a bad ``backend``.
     ImportError
         For ``backend="arviz"`` without arviz-stats installed.
     """
@@ -66,11 +68,9 @@ def ess(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torc
 
     Parameters
     ----------
-    samples
-        Draws, shape ``(chains, draws, parameters)``, ``chains ≥ 1``, ``draws ≥ 4``.
-    backend
-        ``"arviz"`` (``arviz_stats.base.array_stats.ess(..., method="bulk")``),
-        ``"fallback"`` or ``"auto"`` (ArviZ when importable).
+    samples, backend
+        As in :func:`split_rhat`, except that one chain will do (``chains ≥ 1``) and
+        ArviZ's estimate is ``arviz_stats.base.array_stats.ess(..., method="bulk")``.
 
     Returns
     -------
@@ -79,10 +79,8 @@ def ess(samples: torch.Tensor | ArrayLike, *, backend: Backend = "auto") -> torc
 
     Raises
     ------
-    ValueError
-        For bad ``samples`` or ``backend``.
-    ImportError
-        For ``backend="arviz"`` without arviz-stats installed.
+    TypeError, ValueError, ImportError
+        As in :func:`split_rhat`.
     """
     return _per_parameter(samples, 1, backend, "ess", "bulk", _bulk_ess)
 

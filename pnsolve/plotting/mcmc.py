@@ -60,7 +60,7 @@ def plot_traces(
     label, reference_label
         Legend labels of the two samplers.
     title
-        Figure title.
+        Title above the top panel.
 
     Returns
     -------
@@ -133,7 +133,7 @@ def plot_psrf(
         Level of ``upper`` (as given to :func:`~pnsolve.metrics.psrf_curve`); names
         its quantile in the legend.
     title
-        Figure title.
+        Figure title, above the panels.
 
     Returns
     -------

@@ -40,7 +40,8 @@ def require_generator(generator: object, policy: object) -> torch.Generator:
     if generator is None:
         raise ValueError(
             f"{policy!r} draws random actions and needs a generator: pass "
-            "generator=torch.Generator().manual_seed(...) to solve(...) / iterate(...)"
+            "generator=torch.Generator().manual_seed(...) to the call that runs the "
+            "solver: fit(X, y, generator=...) of a GP model, or solve(...) / iterate(...)"
         )
     return _require_generator(generator)
 

@@ -7,6 +7,7 @@ directions ``P`` and ``A P`` of every step taken), for building a belief from it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -65,13 +66,14 @@ def ulisse_trace(
     M: LinearOperator | None = None,
     n_estimates: int = 1,
     keep_directions: bool = False,
+    track_variance: bool = True,
 ) -> UlisseTrace:
     """Run ULISSE on validated inputs ``A`` (n × n) and ``B`` (n, k); see ``ulisse``.
 
     Every step first draws the roulette for the estimates past the threshold, then
     takes one product with ``A`` on the columns that still have a live estimate.
     """
-    run = _Run.start(A, B, X0, alpha, beta, M, n_estimates, keep_directions)
+    run = _Run.start(A, B, X0, alpha, beta, M, n_estimates, keep_directions, track_variance)
     while True:
         running = run.roulette(generator)
         if not bool(running.any()) or run.it >= maxiter:
@@ -89,6 +91,7 @@ class _Run:
     alpha: float
     beta: float
     keep_directions: bool
+    track_variance: bool
     X: torch.Tensor  # (n, k) the plain CG iterate
     R: torch.Tensor  # (n, k) the recursive residual
     P: torch.Tensor  # (n, k) search directions
@@ -126,6 +129,7 @@ class _Run:
         M: LinearOperator | None,
         n_estimates: int,
         keep_directions: bool,
+        track_variance: bool = True,
     ) -> _Run:
         """The state before the first step (one product when ``X0`` is given)."""
         n, k = B.shape
@@ -146,7 +150,7 @@ class _Run:
         alive = (~done).expand(E, k).clone()
         Z = R if M is None else M.matmat(R)
         return cls(
-            A, M, alpha, beta, keep_directions, X, R, P=Z.clone(),
+            A, M, alpha, beta, keep_directions, track_variance, X, R, P=Z.clone(),
             rz=torch.linalg.vecdot(R, Z, dim=0), rn=rn, conv_tol=conv_tol, zero_rhs=zero_rhs,
             # the threshold is checked after each step, as in Algorithm 1 of Filippone &
             # Engler (2015): at least one deterministic CG step (l ≥ 1), even when
@@ -179,51 +183,65 @@ class _Run:
         return self.alive.any(0)
 
     def step(self, idx: torch.Tensor) -> None:
-        """One CG step on the columns ``idx`` (one product with ``A``)."""
-        Pa = self.P[:, idx]
+        """One CG step on the columns ``idx`` (one product with ``A``).
+
+        When every column steps (the common case) the updates work on views of the
+        state instead of gathering and scattering the columns.
+        """
+        k = self.X.shape[1]
+        cols: torch.Tensor | slice = slice(None) if idx.numel() == k else idx
+        Pa = self.P[:, cols]
         APa = self.A.matmat(Pa)
         self.products, self.matvecs = self.products + 1, self.matvecs + idx.numel()
         pAp = torch.linalg.vecdot(Pa, APa, dim=0)
         healthy = bool(((pAp > 0) & torch.isfinite(pAp)).all())
         dead = None if healthy else curvature_failure(pAp, Pa, APa, self.it, idx)
-        rz = self.rz[idx]
+        rz = self.rz[cols]
         step = rz / pAp if dead is None else torch.where(dead, 0.0, rz / pAp)
         delta = Pa * step  # the CG increment α_i p_i
-        self.X[:, idx] += delta
-        self.R[:, idx] -= APa * step
-        alive = self.alive[:, idx]
-        Wa = torch.where(alive, self.W[:, idx], 0.0).to(self.X.dtype)  # (E, ka)
-        self.Xt[:, :, idx] += Wa[:, None, :] * delta
-        _update_variance(self.U, self.V, idx, Wa, alive, delta)
+        self.X[:, cols] += delta
+        R = self.R[:, cols] - APa * step
+        self.R[:, cols] = R
+        alive = self.alive[:, cols]
+        Wa = torch.where(alive, self.W[:, cols], 0.0).to(self.X.dtype)  # (E, ka)
+        self.Xt[:, :, cols] += Wa[:, None, :] * delta
+        if self.track_variance:
+            _update_variance(self.U, self.V, cols, Wa, alive, delta)
         if self.keep_directions:
-            k = self.X.shape[1]
             self.dirs.append(_scatter(Pa, idx, k))
             self.adirs.append(_scatter(APa, idx, k))
         self.it += 1
-        self.threshold_iters[idx] += (~self.started[idx]).long()
-        rn_a = torch.linalg.vector_norm(self.R[:, idx], dim=0)
-        self.rn = self.rn.index_copy(0, idx, rn_a)
+        started = self.started[cols]
+        self.threshold_iters[cols] += (~started).long()
+        rn_a = torch.linalg.vector_norm(R, dim=0)
+        self.rn = rn_a if isinstance(cols, slice) else self.rn.index_copy(0, idx, rn_a)
         self.history.append(self.rn)
-        self.started[idx] |= rn_a <= self.alpha
-        fin = rn_a <= self.conv_tol[idx] if dead is None else (rn_a <= self.conv_tol[idx]) | dead
+        self.started[cols] = started | (rn_a <= self.alpha)
+        fin = rn_a <= self.conv_tol[cols]
         if dead is not None:
+            fin |= dead
             self.broken[idx[dead]] = True
         if bool(fin.any()):
             f = idx[fin]
             self.done[f] = True
             self.est_converged[:, f] |= self.alive[:, f]
             self.alive[:, f] = False
-        self._next_directions(idx[~fin])
+            self._next_directions(idx[~fin])
+        else:
+            self._next_directions(idx, cols)
 
-    def _next_directions(self, cont: torch.Tensor) -> None:
-        """``p ← M r + β p`` on the columns ``cont`` that go on."""
+    def _next_directions(
+        self, cont: torch.Tensor, cols: torch.Tensor | slice | None = None
+    ) -> None:
+        """``p ← M r + β p`` on the columns ``cont`` that go on (``cols``: the same, or all)."""
         if cont.numel():
-            Rc = self.R[:, cont]
+            c = cont if cols is None else cols
+            Rc = self.R[:, c]
             Zc = Rc if self.M is None else self.M.matmat(Rc)
             rz_new = torch.linalg.vecdot(Rc, Zc, dim=0)
             check_preconditioner(self.M, rz_new, self.it)
-            self.P[:, cont] = Zc + self.P[:, cont] * (rz_new / self.rz[cont])
-            self.rz[cont] = rz_new
+            self.P[:, c] = Zc + self.P[:, c] * (rz_new / self.rz[c])
+            self.rz[c] = rz_new
 
     def trace(self) -> UlisseTrace:
         """The run's result."""
@@ -239,7 +257,7 @@ class _Run:
             by_roulette=self.by_roulette,
             converged=self.est_converged,
             residual_norms=torch.stack(self.history),
-            variance_estimates=self.V,
+            variance_estimates=self.V if self.track_variance else torch.full_like(self.V, math.nan),
             cg_iterate=self.X,
             stop_reason=_stop_reason(self.zero_rhs, self.alive, self.broken, self.by_roulette),
         )
@@ -257,7 +275,7 @@ class _Run:
 def _update_variance(
     U: torch.Tensor,
     V: torch.Tensor,
-    idx: torch.Tensor,
+    idx: torch.Tensor | slice,
     Wa: torch.Tensor,
     alive_a: torch.Tensor,
     delta: torch.Tensor,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 
 from .._core.precision import full_float32
-from .._core.validation import require_generator
+from .._core.validation import check_bool, require_generator
 from ..linops.base import LinearOperator
 from ..linops.checks import (
     as_preconditioner,
@@ -34,6 +34,7 @@ def ulisse(
     maxiter: int | None = None,
     M: object = None,
     num_estimates: int | None = None,
+    variance: bool = True,
 ) -> tuple[torch.Tensor, UlisseInfo]:
     r"""Unbiased estimate of ``A⁻¹b`` by CG with randomized truncation (Filippone & Engler, §4).
 
@@ -89,6 +90,10 @@ def ulisse(
         the quadratic form ``(A⁻¹b)ᵀ B (A⁻¹b)`` (e.g. ``yᵀK⁻¹ ∂K K⁻¹y`` in a GP
         gradient), whereas the plug-in ``x̃ᵀ B x̃`` is biased by ``tr(B Cov x̃)``. CG
         runs until every estimate is done.
+    variance
+        Accumulate ``info.variance_estimates`` (default). ``False`` skips its
+        ``O(E n k)`` work per step (callers that never read it, such as the SGLD
+        gradient); ``info.variance_estimates`` is then NaN.
 
     Returns
     -------
@@ -147,6 +152,7 @@ def ulisse(
         trace = ulisse_trace(
             A, B, X0, alpha=alpha, beta=beta, generator=generator, maxiter=maxiter, M=M,
             n_estimates=1 if num_estimates is None else num_estimates,
+            track_variance=check_bool(variance, "variance"),
         )  # fmt: skip
     x, info = trace.estimates, trace.info
     if vector:

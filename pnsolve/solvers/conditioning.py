@@ -39,10 +39,11 @@ from typing import NamedTuple
 import torch
 
 from .._core.columns import ColumnBuffer
-from .._core.errors import MissingStructureError, NotPositiveDefiniteError
+from .._core.errors import MissingStructureError
 from .._core.precision import full_float32
 from ..beliefs.priors import Prior
 from ..linops.base import LinearOperator
+from .curvature import curvature_floor, equilibrated_curvature, not_positive_definite
 from .gram_schmidt import KAHAN_PARLETT_RATIO, GramSchmidt
 
 __all__ = ["KAHAN_PARLETT_RATIO", "Conditioner", "NonFiniteObservation", "Update"]
@@ -200,7 +201,8 @@ class Conditioner(GramSchmidt):
         self.norm_A = torch.maximum(self.norm_A, ratio.max())
         block = self._conjugated(S, Z, SZ, ASZ, prior_curv)
         products, matvecs = extra, extra * S.shape[1]
-        B = self._basis(block, prior_curv, iteration)
+        B, checked = self._basis(block, prior_curv, iteration, allow_products)
+        products, matvecs = products + (1 if checked else 0), matvecs + checked
         if B is None:
             return self._breakdown(r, products, matvecs)
         new, redone = self._trusted(block.combined(B), allow_products, iteration)
@@ -296,15 +298,24 @@ class Conditioner(GramSchmidt):
             Tn, Wn = C, AC
         return _Block(C, AC, Tn, Wn, err)
 
-    def _basis(self, block: _Block, prior_curv, iteration: int) -> torch.Tensor | None:
+    def _basis(
+        self, block: _Block, prior_curv, iteration: int, allow_products: bool = True
+    ) -> tuple[torch.Tensor | None, int]:
         """``B`` with ``(C B)ᵀ A (C B) = I`` over the non-dependent directions, or ``None``.
 
-        Raises :class:`~pnsolve.NotPositiveDefiniteError` on clearly negative curvature
-        under the inverse prior.
+        Also returns the columns of the product spent on confirming negative curvature
+        (0: none). Under the inverse prior, curvature below minus its attainable accuracy
+        (:func:`~pnsolve.solvers.curvature.curvature_floor`, or the skew part of the
+        computed Gram matrix, whichever is larger) is confirmed with a fresh product
+        ``A C`` when products are allowed: still negative, it raises
+        :class:`~pnsolve.NotPositiveDefiniteError`; not, the recursive images had lost
+        it to rounding and the direction is dropped as dependent (a breakdown when
+        nothing else is left). A virtual run (no products) raises on the recursive value.
         """
         C, Wn = block.C, block.W
         # G = Wnᵀ C: Cᵀ A C under the inverse prior, zᵀ Σ_i z in general.
         G = Wn.mT @ C
+        skew = 0.5 * (G - G.mT)
         G = 0.5 * (G + G.mT)
         scale = torch.linalg.vector_norm(Wn, dim=0) * torch.linalg.vector_norm(C, dim=0)
         # Rounding in C is relative to the action *before* the cancellation against V:
@@ -321,16 +332,31 @@ class Conditioner(GramSchmidt):
         # matrix's eigenvalues grows to about m·√n·eps (its Frobenius norm).
         band = 10.0 * self.sqrt_n * self.eps * G.shape[0]
         lam, Q = torch.linalg.eigh(Gs) if Gs.shape[0] > 1 else (Gs[0], Gs.new_ones(1, 1))
-        if self.shares and float(lam.min()) < -band:
-            raise NotPositiveDefiniteError(
-                f"A is not positive definite: the action at iteration {iteration} (0-based) "
-                f"has negative curvature {float(lam.min()) / float(d.max()) ** 2:.3e}",
-                iteration=iteration,
-            )
+        checked = 0
+        if self.shares:
+            asymmetry = float(torch.linalg.matrix_norm(skew * d[:, None] * d[None, :]))
+            floor = max(self._curvature_floor(C, d, band), asymmetry)
+            if float(lam.min()) < -floor:
+                if not allow_products:
+                    raise not_positive_definite(float(lam.min()), d, iteration)
+                checked = C.shape[1]
+                self._confirm_negative(C, d, band, iteration)
         keep = lam > band
         if not bool(keep.any()):
-            return None
-        return d[:, None] * Q[:, keep] * lam[keep].rsqrt()
+            return None, checked
+        return d[:, None] * Q[:, keep] * lam[keep].rsqrt(), checked
+
+    def _curvature_floor(self, C: torch.Tensor, d: torch.Tensor, band: float) -> float:
+        """:func:`~pnsolve.solvers.curvature.curvature_floor` with this run's ``‖A‖``."""
+        return curvature_floor(C, d, band, float(self.norm_A), self.sqrt_n, self.eps)
+
+    def _confirm_negative(
+        self, C: torch.Tensor, d: torch.Tensor, band: float, iteration: int
+    ) -> None:
+        """Raise if ``Cᵀ (A C)`` with a fresh product is clearly negative (one product)."""
+        lam = equilibrated_curvature(C, self.A @ C, d)
+        if lam < -self._curvature_floor(C, d, band):
+            raise not_positive_definite(lam, d, iteration, fresh=True)
 
     def _trusted(
         self, new: _Block, allow_products: bool, iteration: int

@@ -39,6 +39,10 @@ class GramSchmidt:
     sqrt_n: float
     shares: bool
 
+    def _curvature_floor(self, C: torch.Tensor, d: torch.Tensor, band: float) -> float:
+        """Attainable accuracy of the curvature of ``C diag(d)`` (the conditioner's)."""
+        raise NotImplementedError
+
     def _refine(self, Vn, AVn, Tn, Wn, err, iteration):
         """Orthonormalise the new, already normalised directions a second time.
 
@@ -65,7 +69,8 @@ class GramSchmidt:
         H = Wn.mT @ Vn
         H = 0.5 * (H + H.mT)
         mu, P = torch.linalg.eigh(H)
-        if self.shares and float(mu.min()) < -10.0 * self.sqrt_n * self.eps * H.shape[0]:
+        band = 10.0 * self.sqrt_n * self.eps * H.shape[0]
+        if self.shares and float(mu.min()) < -self._curvature_floor(Vn, Vn.new_ones(1), band):
             raise NotPositiveDefiniteError(
                 f"A is not positive definite: the action at iteration {iteration} (0-based) "
                 f"has negative curvature (relative {float(mu.min()):.3e} after recomputing "

@@ -89,7 +89,41 @@ def _caller_file() -> str:
     return ""
 
 
-class DeviceMode(TorchFunctionMode):
+class _CallMode(TorchFunctionMode):
+    """A torch function mode whose subclasses handle each call in ``_call``.
+
+    Torch passes ``kwargs=None`` for a call without keyword arguments; ``_call``
+    always gets a dict.
+    """
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return self._call(func, args, {} if kwargs is None else kwargs)
+
+    def _call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run (or stand in for) ``func(*args, **kwargs)`` and return its result.
+
+        Parameters
+        ----------
+        func
+            The torch function or tensor method called.
+        args, kwargs
+            Its positional arguments and keyword arguments (a dict, possibly empty).
+
+        Returns
+        -------
+        Any
+            What the call returns under the mode.
+        """
+        raise NotImplementedError
+
+
+class DeviceMode(_CallMode):
     """Place tensors created by chosen source files on ``device``.
 
     Parameters
@@ -139,14 +173,7 @@ class DeviceMode(TorchFunctionMode):
             self._verdicts[filename] = verdict
         return verdict
 
-    def __torch_function__(
-        self,
-        func: Callable[..., Any],
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = {} if kwargs is None else kwargs
+    def _call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if func in self._factories and kwargs.get("device") is None:
             redirect = self._redirects(_caller_file())
             out = self._create(func, args, kwargs) if redirect else func(*args, **kwargs)
@@ -244,7 +271,7 @@ SYNCING: dict[Callable[..., Any], Callable[..., bool]] = {
 }
 
 
-class HostSyncCounter(TorchFunctionMode):
+class HostSyncCounter(_CallMode):
     """Count host synchronisations while active (see :func:`count_host_syncs`).
 
     Attributes
@@ -260,14 +287,7 @@ class HostSyncCounter(TorchFunctionMode):
         self.count = 0
         self.by_op: Counter[str] = Counter()
 
-    def __torch_function__(
-        self,
-        func: Callable[..., Any],
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = {} if kwargs is None else kwargs
+    def _call(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         syncs = SYNCING.get(func)
         if syncs is not None and syncs(*args, **kwargs):
             self.count += 1

@@ -196,7 +196,7 @@ def test_bad_argument_combination_is_a_one_line_usage_error(tmp_path: Path, caps
     data = _csv(tmp_path / "toy.csv")
     rc = main(["fit", "--data", str(data), "--solver", "cg", "--estimator", "exact"])
     assert rc == 2
-    assert "use solver='cholesky'" in _one_line_error(capsys, "pnsolve fit: error:")
+    assert "use --solver cholesky" in _one_line_error(capsys, "pnsolve fit: error:")
 
 
 # ---------------------------------------------------------------- progress and help
@@ -222,19 +222,25 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
 
 @pytest.mark.parametrize("command", sorted(_subcommands()))
 def test_every_help_option_has_a_text_and_its_default(command, capsys):
+    """Every option has help; its default is shown unless it is required or has none
+    (``None``: the help says what leaving it out means), never "(default: None)"."""
     parser = _subcommands()[command]
     formatter = parser._get_formatter()
+    shown = []
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
         assert action.help, f"{command} {action.option_strings}: no help text"
-        assert "%(default)" in formatter._get_help_string(action), action.option_strings
+        has_default = not action.required and action.default is not None
+        assert ("%(default)" in formatter._get_help_string(action)) == has_default
+        if has_default:
+            shown.append(action)
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for action in parser._actions:
-        if not isinstance(action, argparse._HelpAction):
-            assert f"(default: {action.default})" in text, action.option_strings
+    assert "(default: None)" not in text
+    for action in shown:
+        assert f"(default: {action.default})" in text, action.option_strings
 
 
 def test_no_paper_internal_jargon_in_the_command_line(capsys):

@@ -112,6 +112,38 @@ def _ncgp(lik: pn.likelihoods.Likelihood) -> pn.gp.IterNCGP:
     return pn.gp.IterNCGP(pn.kernels.RBF(), lik, pn.policies.CG(), pn.stopping.MaxIterations(3))
 
 
+def _mh(iterations: int = 10) -> object:
+    from pnsolve.gp.bayes import ChainConfig
+
+    return ChainConfig(sampler="mh", iterations=iterations)
+
+
+def _sample(X: object, y: object) -> object:
+    from pnsolve.gp.bayes import sample_hyperparameters
+
+    return sample_hyperparameters(X, y, _mh(), chains=1, generator=_gen(), processes=1)
+
+
+def _chain_config(**kwargs: object) -> object:
+    from pnsolve.gp.bayes import ChainConfig
+
+    return ChainConfig(**kwargs)
+
+
+def _calibration(posterior: Callable[..., object], Xs: torch.Tensor | None = None) -> object:
+    return pn.metrics.prior_draw_calibration(
+        pn.kernels.RBF(), 0.1, _X(), _X(4) if Xs is None else Xs, posterior, draws=2,
+        generator=_gen(),
+    )  # fmt: skip
+
+
+class _Moments:
+    """A user's posterior object with given ``mean`` and ``var``."""
+
+    def __init__(self, mean: torch.Tensor, var: torch.Tensor) -> None:
+        self.mean, self.var = mean, var
+
+
 def _with_nan(t: torch.Tensor) -> torch.Tensor:
     t = t.clone()
     t.view(-1)[1] = float("nan")
@@ -360,6 +392,32 @@ CASES: dict[str, Case] = {
         TypeError,
         "generator",
     ),
+    # --- affine iterative methods
+    "affine-damping": Case(
+        "affine methods",
+        "a Jacobi damping above 2/λ_max (the sweeps diverge)",
+        lambda: pn.iterative.affine_solve(_A(), _b(), pn.iterative.JacobiIteration(5, damping=5.0)),
+        pn.iterative.DivergenceError,
+        "damping=5\\) diverges.*use damping <",
+    ),
+    "affine-upper": Case(
+        "affine methods",
+        "a Chebyshev `upper` below λ_max",
+        lambda: pn.iterative.affine_solve(
+            _A(), _b(), pn.iterative.Chebyshev(5, lower=0.1, upper=1.0)
+        ),
+        pn.iterative.DivergenceError,
+        "upper=1\\) diverges.*use upper ≥ λ_max",
+    ),
+    "affine-indefinite": Case(
+        "affine methods",
+        "Gauss–Seidel on an indefinite matrix with a positive diagonal",
+        lambda: pn.iterative.affine_solve(
+            torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=F64), _b(2), pn.iterative.GaussSeidel(40)
+        ),
+        pn.NotPositiveDefiniteError,
+        "diverges.*A is not positive definite",
+    ),
     # --- kernels
     "kernel-lengthscale": Case(
         "kernels",
@@ -567,6 +625,97 @@ CASES: dict[str, Case] = {
         ValueError,
         "y",
     ),
+    "qsgp-empty": Case(
+        "GP models",
+        "`QSGP.fit` on empty data",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Gaussian(), 10, generator=_gen()).fit(
+            _X()[:0], _y()[:0], steps=1, generator=_gen()
+        ),
+        ValueError,
+        "X must have shape \\(n, d\\) with n ≥ 1",
+    ),
+    "gp-random-policy": Case(
+        "GP models",
+        "a random policy in `IterGP.fit` without a generator",
+        lambda: pn.gp.IterGP(
+            pn.kernels.RBF(), 0.1, pn.policies.Lanczos(start="random"), pn.stopping.MaxIterations(2)
+        ).fit(_X(), _y()),
+        ValueError,
+        "fit\\(X, y, generator=",
+    ),
+    "qsgp-nan": Case(
+        "GP models",
+        "a `QSGP.fit` rate so large that training meets NaN or Inf",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Gaussian(), 10, generator=_gen()).fit(
+            _X(), _y(), steps=20, generator=_gen(), hyper_lr=1e3, freeze_hyperparameters=0
+        ),
+        FloatingPointError,
+        "at step \\d+ \\(lr=0.1, hyper_lr=1000\\): lower hyper_lr",
+    ),
+    # --- hyperparameter sampling
+    "sample-y-length": Case(
+        "sampling",
+        "`sample_hyperparameters` with `y` of the wrong length",
+        lambda: _sample(_X(), _y(4)),
+        ValueError,
+        "y must have shape \\(10,\\)",
+    ),
+    "sample-y-nan": Case(
+        "sampling",
+        "`sample_hyperparameters` with NaN in `y`",
+        lambda: _sample(_X(), _with_nan(_y())),
+        ValueError,
+        "y contains NaN",
+    ),
+    "sample-steps": Case(
+        "sampling",
+        "`ChainConfig` with `step_end` above `step_start`",
+        lambda: _chain_config(step_start=1e-4, step_end=0.1),
+        ValueError,
+        "step_end must be smaller than step_start",
+    ),
+    "sample-probes": Case(
+        "sampling",
+        "`ChainConfig` with no probes",
+        lambda: _chain_config(num_probes=0),
+        ValueError,
+        "num_probes must be at least 1",
+    ),
+    # --- calibration studies
+    "calibration-dims": Case(
+        "calibration",
+        "`prior_draw_calibration` with test inputs of another dimension",
+        lambda: _calibration(lambda X, y, Xs: None, Xs=_X(4)[:, :1]),
+        ValueError,
+        "Xs must have 2 columns like X",
+    ),
+    "calibration-tuple": Case(
+        "calibration",
+        "a posterior function that returns a tuple",
+        lambda: _calibration(
+            lambda X, y, Xs: (torch.zeros(4, dtype=F64), torch.ones(4, dtype=F64))
+        ),
+        TypeError,
+        "must return an object with .mean and .var",
+    ),
+    "calibration-length": Case(
+        "calibration",
+        "a posterior of the wrong length",
+        lambda: _calibration(
+            lambda X, y, Xs: _Moments(torch.zeros(3, dtype=F64), torch.ones(3, dtype=F64))
+        ),
+        ValueError,
+        "mean must have shape \\(4,\\)",
+    ),
+    "calibration-negative": Case(
+        "calibration",
+        "a posterior with negative variances",
+        lambda: _calibration(
+            lambda X, y, Xs: _Moments(torch.zeros(4, dtype=F64), -torch.ones(4, dtype=F64))
+        ),
+        ValueError,
+        "var is negative at 4 of 4 test points",
+    ),
     # --- likelihoods
     "bernoulli-labels": Case(
         "likelihoods",
@@ -698,6 +847,26 @@ CASES: dict[str, Case] = {
         _cli("demo", "--noise", "0"),
         CliExit,
         "exit 2: .*--noise",
+    ),
+    "cli-sample-steps": Case(
+        "CLI",
+        "`pnsolve sample` with `--step-end` above `--step-start`",
+        _cli(
+            "sample",
+            "--data",
+            "toy.csv",
+            "--iterations",
+            "10",
+            "--out",
+            "s.npz",
+            "--step-start",
+            "1e-4",
+            "--step-end",
+            "0.1",
+            setup=_write_csv,
+        ),
+        CliExit,
+        "exit 2: .*--step-end must be smaller than --step-start",
     ),
     # --- checkpoints
     "checkpoint-seed": Case(

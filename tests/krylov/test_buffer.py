@@ -193,3 +193,24 @@ def test_mismatched_operators_and_columns_are_refused():
         pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(2)).solve(
             other, torch.ones(20, dtype=F64), buffer=buf
         )
+
+
+@pytest.mark.parametrize("offset", [1e-4, 1e-6])
+def test_compress_drops_nearly_dependent_actions_whose_images_lose_accuracy(offset):
+    """Actions that repeat others up to a small ``offset`` have a Gram matrix with
+    relative eigenvalues ~offset²; in the A-orthonormal basis their image errors are
+    amplified by its inverse square root. Kept, they broke the conjugacy of the
+    compressed actions (‖SᵀAS − I‖ = 1.4e-4 at offset 1e-6, rounding level is 1e-15)."""
+    g = torch.Generator().manual_seed(3)
+    n = 200
+    X = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    A = pn.kernels.RBF(lengthscale=1.0)(X).detach() + 1e-2 * torch.eye(n, dtype=torch.float64)
+    S = torch.randn(n, 6, generator=g, dtype=torch.float64)
+    S = torch.cat([S, S[:, :3] + offset * torch.randn(n, 3, generator=g, dtype=torch.float64)], 1)
+    buf = KrylovBuffer(A)
+    buf.append(S, A @ S)
+    buf.compress(S.shape[1])
+    V = buf.actions
+    G = V.mT @ A @ V
+    gap = float((G - torch.eye(G.shape[0], dtype=G.dtype)).abs().max())
+    assert gap <= krylov_tol(torch.float64), gap

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from ..._core.validation import check_positive_int
+from ..._core.validation import (
+    check_int,
+    check_nonnegative_number,
+    check_positive_int,
+    check_positive_number,
+)
 from ...kernels.kernel_matrix import BACKENDS as KERNEL_BACKENDS
 from .gradient import GRADIENTS
 
@@ -16,7 +22,10 @@ SAMPLERS = ("sgld", "mh")
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """Settings shared by every chain (defaults: Filippone & Engler 2015, §5.1).
+    """Settings shared by every chain (Filippone & Engler 2015, §5.1; defaults checked on MH).
+
+    The defaults differ from the paper's where its settings disagreed with exact
+    Metropolis–Hastings within 10 000 iterations (see the attributes).
 
     Attributes
     ----------
@@ -29,14 +38,27 @@ class ChainConfig:
     step_start, step_end
         SGLD's schedule ``ε_t = a (b + t)⁻¹`` (1e-1 → 1e-4).
     freeze_threshold, variance_batch
-        The paper's eq. 7 freezing (0.002, batches of 100 gradients).
+        The paper's eq. 7 freezing: the step size freezes once the gradient noise is
+        below ``freeze_threshold`` of the injected noise, judged on batches of
+        ``variance_batch`` gradients (0.1 and 20; the paper's 0.002 and 100 froze the
+        schedule ``ε_t ∝ (b + t)⁻¹`` at steps of ~0.005, too small for four chains of
+        10 000 iterations to mix: chain means 0.5–1.3 posterior sds apart). A share
+        ``s`` of gradient noise widens the draws by about ``√(1 + s)``.
     num_probes, redraw_every, alpha, beta
-        The gradient estimator's (4 probes, redrawn every 20; ``β = 1``). ``alpha``
-        defaults to ``0.1 √n``, the paper's smaller threshold (its Fig. 3): with the
-        paper's own ``√n`` the ULISSE estimates on concrete were heavy-tailed enough
-        that four chains did not agree (PSRF 5–25). These defaults leave the sds
-        20–70 % wider than MH's; ``num_probes=16, alpha=0.01 * n ** 0.5`` gives MH's
-        spread for ~4 × the products per step (docs/sgld.md §5.1).
+        The gradient estimator's: 16 probes (the paper's 4 left the chains' sds
+        20–70 % wider than Metropolis–Hastings'), redrawn at every call (probes kept
+        for the paper's 20 calls make the gradient noise of 20 consecutive steps the
+        same: it adds up along the chain, widening the draws about twofold, and a
+        batch of such gradients hides it from the freezing rule); ``alpha``
+        defaults to ``0.01 √n`` (a relative residual of 1 % for Rademacher probes; the
+        paper's ``√n`` and its smaller ``0.1 √n`` gave heavy-tailed estimates whose
+        chains disagreed, PSRF 5–25 on concrete); ``β = 1``.
+    preconditioner_rank
+        Pivots of the gradient's pivoted-Cholesky preconditioner (100; ``0``: plain CG,
+        as in the paper). Preconditioned CG reaches the threshold in a fraction of the
+        products and its increments past it shrink faster, so the roulette's estimates
+        lose the heavy tail that biased plain-CG chains (see "SGLD with ULISSE
+        gradients" in the docs).
     burn_in
         MH: discarded iterations, also the adaptive phase (default ``iterations // 5``:
         the paper's 10 000 of 50 000).
@@ -57,16 +79,17 @@ class ChainConfig:
     iterations: int = 40_000
     step_start: float = 1e-1
     step_end: float = 1e-4
-    freeze_threshold: float = 0.002
-    variance_batch: int = 100
-    num_probes: int = 4
-    redraw_every: int = 20
+    freeze_threshold: float = 0.1
+    variance_batch: int = 20
+    num_probes: int = 16
+    redraw_every: int = 1
     alpha: float | None = None
     beta: float = 1.0
     burn_in: int | None = None
     subset: int = 500
     checkpoint_every: int = 1000
     backend: str = "auto"
+    preconditioner_rank: int = 100
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -74,6 +97,24 @@ class ChainConfig:
         if self.gradient not in GRADIENTS:
             raise ValueError(f"gradient must be one of {GRADIENTS}, got {self.gradient!r}")
         check_positive_int(self.iterations, "iterations")
+        for name in ("num_probes", "redraw_every", "subset", "checkpoint_every", "variance_batch"):
+            check_positive_int(getattr(self, name), name)
+        check_int(self.preconditioner_rank, "preconditioner_rank", minimum=0)
+        start = check_positive_number(self.step_start, "step_start")
+        end = check_positive_number(self.step_end, "step_end")
+        if not end < start:
+            raise ValueError(
+                f"step_end must be smaller than step_start (the step sizes decrease), got "
+                f"step_start={self.step_start}, step_end={self.step_end}"
+            )
+        if self.sampler == "sgld" and self.iterations < 2:
+            raise ValueError(f"iterations must be at least 2 for SGLD, got {self.iterations}")
+        check_nonnegative_number(self.freeze_threshold, "freeze_threshold")
+        if self.alpha is not None and not math.isfinite(
+            check_nonnegative_number(self.alpha, "alpha")
+        ):
+            raise ValueError(f"alpha must be a finite number ≥ 0, got {self.alpha!r}")
+        check_positive_number(self.beta, "beta")
         if self.backend not in KERNEL_BACKENDS:
             raise ValueError(f"backend must be one of {KERNEL_BACKENDS}, got {self.backend!r}")
         if self.backend == "distributed" and (self.sampler == "mh" or self.gradient == "exact"):
@@ -82,8 +123,16 @@ class ChainConfig:
                 "gradient factor K̂ by Cholesky on every rank instead: use SGLD with the "
                 "ulisse or cg gradient"
             )
-        if self.burn_in is not None and not 0 <= self.burn_in < self.iterations:
+        if self.burn_in is not None and (
+            isinstance(self.burn_in, bool)
+            or not isinstance(self.burn_in, int)
+            or not 0 <= self.burn_in < self.iterations
+        ):
             raise ValueError(f"burn_in must be in [0, iterations), got {self.burn_in}")
+
+    def alpha_for(self, n: int) -> float:
+        """The threshold for ``n`` data points: ``alpha``, or ``0.01 √n`` by default."""
+        return 0.01 * math.sqrt(n) if self.alpha is None else float(self.alpha)
 
     @property
     def mh_burn_in(self) -> int:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import copy
 import math
 import multiprocessing as mp
+import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -19,6 +22,7 @@ from ..._core.validation import check_positive_int, require_generator
 from ...kernels.backends.collectives import is_lead
 from ...kernels.backends.rank_agreement import ranks_agree_on
 from ...kernels.rbf import RBF
+from .._checks import check_inputs, check_targets
 from .chain_config import SAMPLERS, ChainConfig
 from .checkpoints import chain_path, file_digest, load_chain, run_fingerprint, save_chain
 from .gradient import LogMarginalGradient
@@ -141,9 +145,18 @@ def sample_hyperparameters(
 
     Raises
     ------
+    TypeError
+        ``X`` or ``y`` not a tensor or array of a floating dtype (NumPy is converted),
+        ``config`` not a :class:`ChainConfig`.
+    ValueError
+        ``X`` not ``(n, d)``, ``y`` not ``(n,)`` with ``X``'s dtype, NaN or Inf in either.
     ArithmeticError
         If every chain diverged.
     """
+    X = check_inputs(X, "X")
+    y = check_targets(y, X)
+    if not isinstance(config, ChainConfig):
+        raise TypeError(f"config must be a ChainConfig, got {type(config).__name__}")
     generator = require_generator(generator)
     chains = check_positive_int(chains, "chains")
     stop = config.iterations if until is None else check_positive_int(until, "until")
@@ -225,21 +238,46 @@ def _run_jobs(
         finally:
             torch.set_num_threads(threads)
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager:
-        queue = manager.Queue()
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_one_thread
-        ) as pool:
-            futures = [pool.submit(_chain, job, queue.put) for job in jobs]
-            while not all(f.done() for f in futures):
-                _drain(queue, progress, timeout=0.2)
-            while _drain(queue, progress, timeout=0.0):
-                pass
-            return [f.result() for f in futures]
+    queue = ctx.Queue()  # handed to the workers when they start (initargs)
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_start_worker,
+        initargs=(os.getpid(), queue),
+    ) as pool:  # fmt: skip
+        futures = [pool.submit(_chain, job, _report_progress) for job in jobs]
+        while not all(f.done() for f in futures):
+            _drain(queue, progress, timeout=0.2)
+        while _drain(queue, progress, timeout=0.0):
+            pass
+        return [f.result() for f in futures]
 
 
-def _one_thread() -> None:
+#: the worker's channel for progress reports to the parent (set by :func:`_start_worker`)
+_PROGRESS: list[Any] = []
+#: seconds between a worker's checks that its parent is alive
+PARENT_POLL_SECONDS = 0.5
+
+
+def _start_worker(parent: int, queue: Any) -> None:
+    """Initialise a chain worker: one torch thread, the progress queue, a parent watch.
+
+    A worker whose parent died (killed, e.g. by a timeout) exits within
+    :data:`PARENT_POLL_SECONDS` instead of running its chain on, orphaned: the
+    operating system gives it a new parent, which a daemon thread notices.
+    """
     torch.set_num_threads(1)
+    _PROGRESS[:] = [queue]
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pnsolve-parent-watch", daemon=True).start()
+
+
+def _report_progress(count: int) -> None:
+    """A worker's progress report (``count`` more iterations done) to its parent."""
+    _PROGRESS[0].put(count)
 
 
 def _drain(queue, progress, timeout: float) -> bool:
@@ -270,8 +308,8 @@ def _chain(job: _Job, report: Callable[[int], object] | None) -> _ChainResult:
         gradient = LogMarginalGradient(
             params, job.X, job.y, method=cfg.gradient, generator=g_grad,
             num_probes=cfg.num_probes, redraw_every=cfg.redraw_every,
-            alpha=0.1 * math.sqrt(job.X.shape[0]) if cfg.alpha is None else cfg.alpha,
-            beta=cfg.beta, backend=cfg.backend,
+            alpha=cfg.alpha_for(job.X.shape[0]), beta=cfg.beta, backend=cfg.backend,
+            preconditioner_rank=cfg.preconditioner_rank,
         )  # fmt: skip
         sampler: SGLD | MetropolisHastings = SGLD(
             gradient, params.log_prior_grad, job.M, step_start=cfg.step_start,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..._core import random as rnd
-from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
+from .chain_sampler import ChainSampler
 
 __all__ = ["MHState", "MetropolisHastings"]
 
@@ -53,7 +53,7 @@ class MHState:
         return float(part.double().mean()) if part.numel() else math.nan
 
 
-class MetropolisHastings:
+class MetropolisHastings(ChainSampler[MHState, MHState]):
     """Random-walk Metropolis–Hastings on a log density (the reference of Filippone & Engler 2015).
 
     Proposals ``θ' = θ + s L z`` with ``z ~ N(0, I)`` and ``L Lᵀ = Σ`` (e.g. the Laplace
@@ -177,16 +177,5 @@ class MetropolisHastings:
                 callback(t, state.theta)
         return state
 
-    @full_float32
-    def run(
-        self,
-        theta0: torch.Tensor,
-        iterations: int,
-        generator: torch.Generator,
-        *,
-        callback: Callable[[int, torch.Tensor], object] | None = None,
-    ) -> MHState:
-        """Run ``iterations`` steps from ``theta0``; returns the final state."""
-        return self.advance(
-            self.start(theta0, iterations), iterations, generator, callback=callback
-        )
+    def _result(self, state: MHState) -> MHState:
+        return state

@@ -13,8 +13,8 @@ import torch
 
 from ..._core import random as rnd
 from ..._core.errors import NotPositiveDefiniteError
-from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
+from .chain_sampler import ChainSampler
 
 __all__ = ["SGLD", "SGLDResult", "SGLDState", "step_schedule"]
 
@@ -128,7 +128,7 @@ class SGLDState:
         )
 
 
-class SGLD:
+class SGLD(ChainSampler[SGLDState, SGLDResult]):
     """Preconditioned SGLD for ``p(θ | y) ∝ p(y | θ) p(θ)`` with unbiased gradient estimates.
 
     ``θ_{t+1} = θ_t + (ε_t/2) M (g̃(θ_t) + ∇ log p(θ_t)) + η_t``, ``η_t ~ N(0, ε_t M)``
@@ -276,33 +276,5 @@ class SGLD:
                 callback(t, state.theta)
         return state
 
-    @full_float32
-    def run(
-        self,
-        theta0: torch.Tensor,
-        iterations: int,
-        generator: torch.Generator,
-        *,
-        callback: Callable[[int, torch.Tensor], object] | None = None,
-    ) -> SGLDResult:
-        """Run ``iterations`` steps from ``theta0`` (shape ``(p,)``).
-
-        Parameters
-        ----------
-        theta0
-            Starting point (Filippone & Engler 2015: a draw from ``N(MAP, M)``).
-        iterations
-            ``T ≥ 2``.
-        generator
-            Draws the injected noise (the gradient estimator has its own).
-        callback
-            Called as ``callback(t, θ_t)`` after every step (progress bars).
-
-        Returns
-        -------
-        SGLDResult
-        """
-        state = self.advance(
-            self.start(theta0, iterations), iterations, generator, callback=callback
-        )
+    def _result(self, state: SGLDState) -> SGLDResult:
         return state.result()

@@ -16,6 +16,7 @@ import torch
 from ...beliefs.gaussian_solution import GaussianSolutionBelief
 from ...krylov.buffer import KrylovBuffer
 from ...linops.base import LinearOperator
+from .._fitted import readout
 from ..fit_state import Provenance, tie
 from ..posterior import GaussianPosterior
 from .state import LaplaceState, NewtonStep, NewtonStopReason
@@ -70,50 +71,32 @@ class LaplaceFit:
         """Training inputs of the last fit, shape ``(n, d)`` (``None`` before a fit)."""
         return None if self._state is None else self._state.problem.X
 
-    @property
-    def y(self) -> torch.Tensor:
-        """Checked training targets, shape ``(n,)``."""
-        return self._fitted().problem.y
+    y: torch.Tensor = readout("problem.y")
+    """Checked training targets, shape ``(n,)``."""
 
-    @property
-    def K(self) -> LinearOperator:
-        """Prior operator of the last fit, shape ``(C n, C n)``."""
-        return self._fitted().problem.K
+    K: LinearOperator = readout("problem.K")
+    """Prior operator of the last fit, shape ``(C n, C n)``."""
 
-    @property
-    def steps(self) -> tuple[NewtonStep, ...]:
-        """One :class:`~pnsolve.gp.laplace.NewtonStep` per completed Newton step."""
-        return self._fitted().steps
+    steps: tuple[NewtonStep, ...] = readout("steps")
+    """One :class:`~pnsolve.gp.laplace.NewtonStep` per completed Newton step."""
 
-    @property
-    def buffer(self) -> KrylovBuffer | None:
-        """The Krylov buffer shared across Newton steps (``None`` without recycling)."""
-        return self._fitted().buffer
+    buffer: KrylovBuffer | None = readout("buffer")
+    """The Krylov buffer shared across Newton steps (``None`` without recycling)."""
 
-    @property
-    def weights(self) -> torch.Tensor:
-        """``a = K⁻¹ (f − μ)`` at the current mode, shape ``(C n,)``."""
-        return self._fitted().weights
+    weights: torch.Tensor = readout("weights")
+    """``a = K⁻¹ (f − μ)`` at the current mode, shape ``(C n,)``."""
 
-    @property
-    def A(self) -> LinearOperator:
-        """The current Newton system operator, shape ``(C n, C n)``."""
-        return self._fitted().A
+    A: LinearOperator = readout("A")
+    """The current Newton system operator, shape ``(C n, C n)``."""
 
-    @property
-    def belief(self) -> GaussianSolutionBelief:
-        """The inner solver's current belief about the Newton system's solution."""
-        return self._fitted().belief
+    belief: GaussianSolutionBelief = readout("belief")
+    """The inner solver's current belief about the Newton system's solution."""
 
-    @property
-    def converged(self) -> bool:
-        """Whether the Newton loop stopped by meeting ``newton_tol``."""
-        return self._fitted().converged
+    converged: bool = readout("converged")
+    """Whether the Newton loop stopped by meeting ``newton_tol``."""
 
-    @property
-    def stop_reason(self) -> NewtonStopReason | None:
-        """Why the Newton loop stopped (a ``str`` enum); ``None`` while it runs."""
-        return self._fitted().stop_reason
+    stop_reason: NewtonStopReason | None = readout("stop_reason")
+    """Why the Newton loop stopped (a ``str`` enum); ``None`` while it runs."""
 
     @property
     def f(self) -> torch.Tensor:

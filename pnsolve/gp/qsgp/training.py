@@ -22,6 +22,7 @@ from ..._core.validation import (
 )
 from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
+from .finite import checked_elbo, step_gradients
 from .optim import SparseAdagrad
 from .run import FREEZE_STEPS, QSGPRun, QSGPTrainingState, identity_mismatch
 from .sampling import Draw, draw_indices
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 
 __all__ = ["fit"]
+
+#: ``QSGP.fit``'s default ``(lr, hyper_lr)``, for the message of a non-finite step
+_DEFAULT_RATES = (0.1, 1e-2)
 
 
 def fit(
@@ -96,6 +100,16 @@ def fit(
     -------
     QSGP
         ``q``, trained; its :attr:`~pnsolve.gp.QSGP.training` record holds the run.
+
+    Raises
+    ------
+    FloatingPointError
+        (:class:`~pnsolve.gp.qsgp.finite.NonFiniteTraining`) At the first step whose ELBO
+        estimate, or a gradient it would apply, is not finite, naming the step and the
+        rates. That step is not applied: ``q``, the hyperparameters, the optimisers and
+        the training record (``steps_done``, ``history``) are those after the previous
+        step. They are finite, but the estimate at them was not: train a new model with
+        smaller rates (continuing this one would meet the same estimate).
     """
     X, y = q.check_data(X, y)
     generator = require_generator(generator)
@@ -114,8 +128,12 @@ def fit(
     assert q.log_noise is not None
     run = _run_of_this_call(q, X, y, generator, lr, hyper_lr, freeze, learn_hyperparameters)
     hyper: list[torch.Tensor] = list(q.kernel.parameters())
+    named_hyper: dict[str, torch.Tensor] = {
+        f"the kernel's {name}": p for name, p in q.kernel.named_parameters()
+    }
     if isinstance(q.likelihood, Gaussian):
         hyper.append(q.log_noise)
+        named_hyper["the noise"] = q.log_noise
     adagrad = SparseAdagrad(lr)
     adam = torch.optim.Adam(hyper, lr=hyper_lr)
     state = q.training
@@ -165,11 +183,17 @@ def fit(
             for p in hyper:
                 p.grad = None
             (-est.elbo).backward()
+            moves = learn_hyperparameters and done >= freeze
+            elbo = checked_elbo(  # raises before a non-finite update is applied
+                est.elbo, step_gradients(est.leaves, named_hyper, moves), step=done + 1, lr=lr,
+                hyper_lr=hyper_lr, hyperparameters_moved=learn_hyperparameters and done > freeze,
+                defaults=_DEFAULT_RATES,
+            )  # fmt: skip
             _update_variational(q, draw, est, adagrad)
-            if learn_hyperparameters and done >= freeze:
+            if moves:
                 adam.step()
             done += 1
-            history.append({"step": done, "elbo": float(est.elbo.detach()),
+            history.append({"step": done, "elbo": elbo,
                             "seconds": time.perf_counter() - t0})  # fmt: skip
             if bar is not None:
                 bar.update(1)
