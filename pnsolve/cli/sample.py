@@ -147,7 +147,7 @@ def run_sample(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, alpha=args.q * math.sqrt(X.shape[0]))
     print(
         f"{ds.name}: n = {X.shape[0]} training rows, d = {X.shape[1]}; {args.sampler}"
-        + (f" with {args.gradient} gradients" if args.sampler == "sgld" else "")
+        + (f" with {config.gradient} gradients" if args.sampler == "sgld" else "")
         + f", {args.chains} chains × {args.iterations} iterations",
         flush=True,
     )

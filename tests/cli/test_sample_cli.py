@@ -37,6 +37,8 @@ def test_sample_writes_draws_and_prints_the_summary(tmp_path, capsys, sampler, g
     for name in saved["names"]:
         assert name in out
     assert "PSRF" in out and "ESS" in out and "per effective sample" in out
+    if sampler == "sgld":
+        assert f"sgld with {gradient} gradients" in out
     assert "posterior predictive" in out and "type-II ML" in out
     assert (tmp_path / "trace.png").stat().st_size > 0
 
