@@ -185,13 +185,15 @@ class ExactGP(RegressionGP[ExactFitState]):
             Kxs = self.kernel(Xs, record.X)  # (t, n)
             mean = self.mean + Kxs @ record.weights
             W = torch.linalg.solve_triangular(record.L, Kxs.mT, upper=False)  # (n, t)
-            var = self.kernel.diag(Xs) - (W * W).sum(0)
+            prior, explained = self.kernel.diag(Xs), (W * W).sum(0)
 
         def cov() -> torch.Tensor:
             with torch.no_grad():
                 return self.kernel(Xs) - W.mT @ W
 
-        post = GaussianPosterior(mean, var, cov, calibrated=True)  # no computational part
+        post = GaussianPosterior(  # no computational part; rounding below 0 becomes 0
+            mean, prior - explained, cov, calibrated=True, var_scale=prior.abs() + explained
+        )
         return self._tie(post, record)
 
     def _weights(self, record: ExactFitState) -> torch.Tensor:

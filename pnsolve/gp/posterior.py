@@ -100,7 +100,7 @@ class GaussianPosterior:
     :attr:`var` is never negative: a variance is a difference of terms that cancel
     where the posterior is sure, and rounding can leave it slightly below zero; those
     values are set to zero. A model that passes ``var_scale`` (the size of the terms,
-    shape ``(T,)``: IterGP, IterNCGP, AffineGP, LOVE) has clearly negative values
+    shape ``(T,)``: ExactGP, IterGP, IterNCGP, AffineGP, LOVE) has clearly negative values
     reported instead (:func:`nonnegative_variance`).
 
     :attr:`math_var` and :attr:`comp_var` are computed on first access: for an
