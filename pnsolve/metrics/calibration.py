@@ -25,16 +25,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from .._core import random as rnd
+from .._core.inputs import check_inputs
 from .._core.validation import (
     check_finite,
     check_positive_int,
     check_positive_number,
-    check_same_device,
-    check_same_dtype,
     require_generator,
 )
 from ..kernels.base import StationaryKernel
@@ -210,8 +208,8 @@ def prior_draw_calibration(
     if draws < 2:
         raise ValueError(f"draws must be at least 2 (for standard errors), got {draws}")
     noise = check_positive_number(noise, "noise", what="variance", tensor=True)
-    X = _inputs(X, "X")
-    Xs = _inputs(Xs, "Xs", like=X)
+    X = check_inputs(X, "X")
+    Xs = check_inputs(Xs, "Xs", d=X.shape[1], like=X)
     n = X.shape[0]
     with torch.no_grad():
         Kall = kernel(torch.cat([X, Xs]))
@@ -241,27 +239,6 @@ def prior_draw_calibration(
         "computational": CalibrationStatistics.from_z(torch.stack(z_comp), levels),
         "combined": CalibrationStatistics.from_z(torch.stack(z_comb), levels),
     }
-
-
-def _inputs(X: object, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
-    """Finite floating inputs ``(n, d)`` (NumPy converted), matching ``like`` when given."""
-    if isinstance(X, np.ndarray):
-        X = torch.as_tensor(X, device=None if like is None else like.device)
-    if not isinstance(X, torch.Tensor):
-        raise TypeError(f"{name} must be a tensor or NumPy array, got {type(X).__name__}")
-    if X.ndim != 2 or X.shape[0] < 1 or not X.is_floating_point():
-        raise ValueError(
-            f"{name} must be a floating (n, d) tensor with n ≥ 1, got shape "
-            f"{tuple(X.shape)} and dtype {X.dtype}"
-        )
-    if like is not None:
-        if X.shape[1] != like.shape[1]:
-            raise ValueError(
-                f"{name} must have {like.shape[1]} columns like X, got shape {tuple(X.shape)}"
-            )
-        check_same_dtype(X, like.dtype, name, "X")
-        check_same_device(X, like.device, name, "X")
-    return check_finite(X, name)
 
 
 def _moments(post: object, like: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:

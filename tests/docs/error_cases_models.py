@@ -197,7 +197,7 @@ MODEL_CASES: dict[str, Case] = {
         "`prior_draw_calibration` with test inputs of another dimension",
         lambda: _calibration(lambda X, y, Xs: None, Xs=_X(4)[:, :1]),
         ValueError,
-        "Xs must have 2 columns like X",
+        "Xs must have 2 columns like the training inputs",
     ),
     "calibration-tuple": Case(
         "calibration",
