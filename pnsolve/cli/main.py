@@ -13,7 +13,7 @@ import math
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -139,23 +139,29 @@ def config_from_arguments(
     try:
         return forward_arguments(cls, args, **overrides)
     except (ValueError, TypeError) as exc:
-        raise UsageError(_as_flags(str(exc), args, flags or {})) from exc
+        fields = set(inspect.signature(cls).parameters) & set(vars(args))
+        raise UsageError(_as_flags(str(exc), fields, flags or {})) from exc
 
 
-def _as_flags(message: str, args: argparse.Namespace, flags: dict[str, str]) -> str:
+def _as_flags(message: str, fields: Iterable[str], flags: dict[str, str]) -> str:
     """``message`` with the settings' field names written as the command's flags.
 
-    A field that is an argument's destination becomes ``--its-name``; ``flags`` names
-    the others (fields set from an argument of another name, e.g. ``alpha`` from ``--q``).
+    Only where a name is meant as the setting: written ``name=value`` (→ ``--name
+    value``), as the subject ``name must …``, or any name with an underscore (no plain
+    word has one). A field becomes ``--its-name``; ``flags`` names the fields set from
+    an argument of another name (e.g. ``freeze_threshold`` from ``--freeze``).
     """
-    names = {name: "--" + name.replace("_", "-") for name in vars(args)}
+    names = {name: "--" + name.replace("_", "-") for name in fields}
     names.update(flags)
     for name in sorted(names, key=len, reverse=True):
+        flag = names[name]
         field = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
-        # "solver='cg'" → "--solver cg" (as typed on the command line), then bare names
-        message = re.sub(field + r"='([^']*)'", rf"{names[name]} \1", message)
-        message = re.sub(field + r"=", f"{names[name]} ", message)
-        message = re.sub(field, names[name], message)
+        message = re.sub(field + r"='([^']*)'", rf"{flag} \1", message)
+        message = re.sub(field + r"=", f"{flag} ", message)
+        if "_" in name:
+            message = re.sub(field, flag, message)
+        else:
+            message = re.sub(field + r"(?= must )", flag, message)
     return message
 
 

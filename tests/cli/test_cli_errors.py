@@ -253,3 +253,20 @@ def test_no_paper_internal_jargon_in_the_command_line(capsys):
     sources += sorted((ROOT / "pnsolve" / "gp" / "training").glob("*.py"))
     for source in sources:
         assert not jargon.search(source.read_text()), source.name
+
+
+def test_settings_errors_name_flags_but_leave_plain_words_alone():
+    """A settings error is written with the command's flags where a name means the
+    setting (``name=…``, ``name must``, names with an underscore); a plain word that
+    happens to be a flag's name ("the exact gradient") is left as it is."""
+    from pnsolve.cli.main import _as_flags
+
+    message = (
+        "MH and the exact gradient factor K̂ on the data; step_end must be smaller than "
+        "step_start, got step_start=0.1; solver='cg'; backend must be one of"
+    )
+    fields = ["gradient", "data", "step_end", "step_start", "solver", "backend"]
+    assert _as_flags(message, fields, {"freeze_threshold": "--freeze"}) == (
+        "MH and the exact gradient factor K̂ on the data; --step-end must be smaller than "
+        "--step-start, got --step-start 0.1; --solver cg; --backend must be one of"
+    )
