@@ -271,13 +271,13 @@ class LogMarginalGradient:
         if self.preconditioner_rank == 0 or self.anchor is None:
             return None
         if self._M is None or not torch.equal(self._M[0], self.anchor):
-            at = self.system(self.anchor)
             # P = L Lᵀ + λ I (D = λ I, GPyTorch's construction): at least λ on every
             # direction, so it stays SPD to rounding even at full rank, where the
             # residual diagonal of K̂ (the default D) vanishes and its inverse blows up
             noise = self.params.noise_at(self.anchor)
             rank = min(self.preconditioner_rank, self.X.shape[0])
-            with torch.no_grad():
+            with torch.no_grad():  # the factor needs values only, no graph
+                at = self.system(self.anchor)
                 self._M = (self.anchor.clone(), PivotedCholesky(at, rank, shift=noise))
         return self._M[1]
 
