@@ -52,7 +52,7 @@ def _model(n: int, m: int):
     )  # fmt: skip
     fit_g = torch.Generator().manual_seed(2)
     t0 = time.perf_counter()
-    q.fit(X, y, steps=5, generator=fit_g, freeze_hyperparameters=0)
+    q.fit(X, y, steps=5, generator=fit_g, freeze_hyperparameters=0, warm_start=0)
     return q, X, y, fit_g, time.perf_counter() - t0
 
 

@@ -31,6 +31,8 @@ SCRIPTS = [
     "bench_sgld_defaults.py",
     # Filippone & Engler (2015) §5.2, matrix-free chains: about 35 minutes (--quick: 1)
     "bench_sgld_large.py",
+    # QSGP's defaults from good hyperparameters on 7 UCI sets: 10 minutes (--quick: 1)
+    "bench_qsgp_defaults.py",
     "bench_qsgp_cost.py",  # Evans & Nair (2020): flat cost per step, Fig. 1 (--quick: 1 minute)
     # Evans & Nair (2020) Table 2 + digits: about 2.5 hours (--quick: 1 minute)
     "bench_qsgp_uci.py",

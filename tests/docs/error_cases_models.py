@@ -144,6 +144,15 @@ MODEL_CASES: dict[str, Case] = {
         ValueError,
         "X must have shape \\(n, d\\) with n ≥ 1",
     ),
+    "qsgp-warm-start": Case(
+        "GP models",
+        "a `QSGP.fit` warm start with a non-Gaussian likelihood",
+        lambda: pn.gp.QSGP(pn.kernels.RBF(), pn.likelihoods.Bernoulli(), 10, generator=_gen()).fit(
+            _X(), _labels(), steps=1, generator=_gen(), warm_start=5
+        ),
+        ValueError,
+        "warm_start=5 needs a Gaussian likelihood",
+    ),
     "gp-random-policy": Case(
         "GP models",
         "a random policy in `IterGP.fit` without a generator",
@@ -160,7 +169,7 @@ MODEL_CASES: dict[str, Case] = {
             _X(), _y(), steps=20, generator=_gen(), hyper_lr=1e3, freeze_hyperparameters=0
         ),
         FloatingPointError,
-        "at step \\d+ \\(lr=0.1, hyper_lr=1000\\): lower hyper_lr",
+        "at step \\d+ \\(lr=0.01, hyper_lr=1000\\): lower hyper_lr",
     ),
     # --- hyperparameter sampling
     "sample-y-length": Case(

@@ -28,7 +28,7 @@ from .covariance import COVARIANCES, VariationalCovariance
 from .estimator import ControlVariates, estimate
 from .exact import exact_elbo
 from .features import FeatureBlocks
-from .run import QSGPTrainingState
+from .run import HYPER_LR, QSGPTrainingState
 from .sampling import draw_indices
 from .setup import QSGPSetup
 
@@ -287,28 +287,43 @@ class QSGP(QSGPSetup):
         y: torch.Tensor,
         *,
         steps: int = 1000,
-        lr: float = 0.1,
+        lr: float | None = None,
         generator: torch.Generator,
-        hyper_lr: float = 1e-2,
+        hyper_lr: float = HYPER_LR,
         learn_hyperparameters: bool = True,
         freeze_hyperparameters: int | None = None,
         checkpoint: str | Path | None = None,
         checkpoint_every: int = 1000,
         progress: bool = False,
         closed_form_diagonal: bool = False,
+        warm_start: int | None = None,
     ) -> QSGP:
         """Maximise the ELBO by stochastic gradients (:func:`pnsolve.gp.qsgp.training.fit`).
 
         ``steps`` counts from the run's first step: ``fit(steps=20)`` then
         ``fit(steps=40)`` equals one ``fit(steps=40)``; a call with ``steps`` at or below
         the steps done trains nothing and warns, a call on other data continues there
-        and warns. The hyperparameters move from step ``freeze_hyperparameters`` on
-        (default :data:`~pnsolve.gp.qsgp.run.FREEZE_STEPS` = 100, absolute). Checkpoints
-        carry the run's identity and refuse another run by name.
+        and warns. Checkpoints carry the run's identity and refuse another run by name.
+
+        **Defaults** (Gaussian likelihood). A fresh run starts warm: ``μ`` from
+        ``warm_start`` (default :data:`~pnsolve.gp.qsgp.warm_start.WARM_START_ITERATIONS`
+        = 50) CG iterations on the weight-space normal equations and ``C``'s diagonal
+        from Proposition 1 (:mod:`pnsolve.gp.qsgp.warm_start`; two passes over ``Φ`` per
+        iteration, ``O(n m d)`` each), then AdaGrad at ``lr`` = 0.01
+        (:data:`~pnsolve.gp.qsgp.run.WARM_LR`); ``warm_start=0`` starts from the prior
+        at the paper's 0.1 (:data:`~pnsolve.gp.qsgp.run.COLD_LR`, also the default for
+        other likelihoods). The hyperparameters move by Adam at ``hyper_lr`` = 1e-5 (the
+        paper's, :data:`~pnsolve.gp.qsgp.run.HYPER_LR`) from step
+        ``freeze_hyperparameters`` on (default
+        :data:`~pnsolve.gp.qsgp.run.FREEZE_STEPS` = 100, absolute): QSGP fine-tunes
+        hyperparameters, its ELBO's optimum is not the exact GP's (noise too large), so
+        start them from an exact GP on a subset (:func:`pnsolve.gp.fit_exact_hyperparameters`,
+        the paper's appendix I.1). ``lr=None`` in a later call keeps the run's rate.
+
         ``closed_form_diagonal``: start the diagonal-only columns of ``C`` at
         Proposition 1's optimum (:meth:`closed_form_diagonal`, one ``O(n m)`` pass)
-        instead of the prior's ``c_rr = 1``; they are learned afterwards (a fresh run
-        only: later calls warn and ignore it).
+        instead of the prior's ``c_rr = 1`` (the warm start does this too); they are
+        learned afterwards (a fresh run only: later calls warn and ignore it).
         """
         from .training import fit
 
@@ -327,7 +342,7 @@ class QSGP(QSGPSetup):
                     self, X, y, steps=steps, lr=lr, generator=generator, hyper_lr=hyper_lr,
                     learn_hyperparameters=learn_hyperparameters,
                     freeze_hyperparameters=freeze_hyperparameters, checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every, progress=progress,
+                    checkpoint_every=checkpoint_every, progress=progress, warm_start=warm_start,
                 )  # fmt: skip
         finally:
             # q's posterior depends on the hyperparameters, not on the training data: the

@@ -24,17 +24,24 @@ from ...likelihoods.gaussian import Gaussian
 from .estimator import ControlVariates, estimate
 from .finite import checked_elbo, step_gradients
 from .optim import SparseAdagrad
-from .run import FREEZE_STEPS, QSGPRun, QSGPTrainingState, identity_mismatch
+from .run import (
+    COLD_LR,
+    FREEZE_STEPS,
+    HYPER_LR,
+    WARM_LR,
+    QSGPRun,
+    QSGPTrainingState,
+    identity_mismatch,
+)
 from .sampling import Draw, draw_indices
+from .warm_start import WARM_START_ITERATIONS, WarmStart
+from .warm_start import warm_start as start_warm
 
 if TYPE_CHECKING:
     from .model import QSGP
 
 
 __all__ = ["fit"]
-
-#: ``QSGP.fit``'s default ``(lr, hyper_lr)``, for the message of a non-finite step
-_DEFAULT_RATES = (0.1, 1e-2)
 
 
 def fit(
@@ -43,7 +50,7 @@ def fit(
     y: torch.Tensor,
     *,
     steps: int,
-    lr: float,
+    lr: float | None,
     generator: torch.Generator,
     hyper_lr: float,
     learn_hyperparameters: bool,
@@ -51,6 +58,7 @@ def fit(
     checkpoint: str | Path | None,
     checkpoint_every: int,
     progress: bool,
+    warm_start: int | None = None,
 ) -> QSGP:
     """Run stochastic steps on the ELBO of ``q`` until ``steps`` (counted over calls).
 
@@ -61,6 +69,12 @@ def fit(
     ``log σ²``) move by Adam at ``hyper_lr`` from step ``freeze_hyperparameters`` on
     (counted from the run's first step; default :data:`FREEZE_STEPS`, the paper's 10 %
     of a 1 000-step run, while ``q`` tightens the bound).
+
+    **Warm start.** A fresh run with a Gaussian likelihood first sets ``μ`` by
+    ``warm_start`` CG iterations in weight space and the diagonal of ``C`` by
+    Proposition 1 (:func:`~pnsolve.gp.qsgp.warm_start.warm_start`), then steps at
+    AdaGrad's :data:`~pnsolve.gp.qsgp.run.WARM_LR` instead of the paper's
+    :data:`~pnsolve.gp.qsgp.run.COLD_LR`.
 
     **One run over several calls.** ``steps`` counts from the run's first step, so
     ``fit(steps=20)`` then ``fit(steps=40)`` takes the same 40 steps as one
@@ -84,7 +98,9 @@ def fit(
     steps
         Total steps of the run (including those already taken).
     lr, hyper_lr
-        AdaGrad's and Adam's learning rates.
+        AdaGrad's and Adam's learning rates. ``lr=None``: the run's rate in a later
+        call, else :data:`~pnsolve.gp.qsgp.run.WARM_LR` after a warm start and
+        :data:`~pnsolve.gp.qsgp.run.COLD_LR` without.
     generator
         Draws the index sets.
     learn_hyperparameters
@@ -95,6 +111,11 @@ def fit(
         File and interval of the checkpoints.
     progress
         Show a tqdm progress bar.
+    warm_start
+        CG iterations of the warm start of a fresh run (``None``:
+        :data:`~pnsolve.gp.qsgp.warm_start.WARM_START_ITERATIONS` for a Gaussian
+        likelihood, 0 otherwise; 0: start from the prior, as the paper). A later call of
+        the same run warns if it is given and ignores it.
 
     Returns
     -------
@@ -115,7 +136,10 @@ def fit(
     generator = require_generator(generator)
     steps = check_positive_int(steps, "steps")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    lr = check_positive_number(lr, "lr")
+    state = q.training
+    warm = _warm_iterations(q, warm_start, state)
+    default_lr = state.run.lr if state is not None else WARM_LR if warm else COLD_LR
+    lr = default_lr if lr is None else check_positive_number(lr, "lr")
     hyper_lr = check_positive_number(hyper_lr, "hyper_lr")
     freeze = (
         FREEZE_STEPS
@@ -126,7 +150,7 @@ def fit(
     q.build(X)
     assert q.features is not None and q.cov is not None and q.mean_weights is not None
     assert q.log_noise is not None
-    run = _run_of_this_call(q, X, y, generator, lr, hyper_lr, freeze, learn_hyperparameters)
+    run = _run_of_this_call(q, X, y, generator, lr, hyper_lr, freeze, learn_hyperparameters, warm)
     hyper: list[torch.Tensor] = list(q.kernel.parameters())
     named_hyper: dict[str, torch.Tensor] = {
         f"the kernel's {name}": p for name, p in q.kernel.named_parameters()
@@ -136,18 +160,20 @@ def fit(
         named_hyper["the noise"] = q.log_noise
     adagrad = SparseAdagrad(lr)
     adam = torch.optim.Adam(hyper, lr=hyper_lr)
-    state = q.training
+    warmed = None if state is None else state.warm
     if state is not None:
         adagrad.load_state_dict(state.adagrad)
         adam.load_state_dict(state.adam)
     done, history = (0, []) if state is None else (state.steps_done, list(state.history))
     path = None if checkpoint is None else Path(checkpoint)
     if path is not None and path.exists():
-        done, history = _load(q, path, run, adagrad, adam, generator)
+        done, history, warmed = _load(q, path, run, adagrad, adam, generator)
         q.cv_data = q.data_digest(X, y)  # the identity covers the data: the state is for it
+    elif state is None and warm:
+        warmed = start_warm(q, X, y, warm)
     # a call that trains nothing leaves the run as it was (its rates are not the run's)
     kept = run if done < steps or state is None else state.run
-    q.training = _record(kept, done, history, adagrad, adam)
+    q.training = _record(kept, done, history, adagrad, adam, warmed)
     if done >= steps:
         warnings.warn(
             f"QSGP.fit: the run has taken {done} steps and steps={steps} counts from its "
@@ -187,7 +213,7 @@ def fit(
             elbo = checked_elbo(  # raises before a non-finite update is applied
                 est.elbo, step_gradients(est.leaves, named_hyper, moves), step=done + 1, lr=lr,
                 hyper_lr=hyper_lr, hyperparameters_moved=learn_hyperparameters and done > freeze,
-                defaults=_DEFAULT_RATES,
+                defaults=(default_lr, HYPER_LR),
             )  # fmt: skip
             _update_variational(q, draw, est, adagrad)
             if moves:
@@ -199,7 +225,7 @@ def fit(
                 bar.update(1)
                 bar.set_postfix(elbo=f"{history[-1]['elbo']:.4g}", refresh=False)
             if path is not None and (done % checkpoint_every == 0 or done == steps):
-                q.training = _record(run, done, history, adagrad, adam)
+                q.training = _record(run, done, history, adagrad, adam, warmed)
                 _save(q, path, generator)
     finally:
         if bar is not None:
@@ -208,7 +234,7 @@ def fit(
             p.requires_grad_(flag)
             p.grad = None
         # the steps taken (all of them, or up to an interruption) are the record
-        q.training = _record(run, done, history, adagrad, adam)
+        q.training = _record(run, done, history, adagrad, adam, warmed)
     if learn_hyperparameters and done <= freeze:
         warnings.warn(
             f"QSGP.fit: the hyperparameters move from step {freeze} on "
@@ -216,6 +242,29 @@ def fit(
             stacklevel=4,
         )
     return q
+
+
+def _warm_iterations(q: QSGP, warm_start: int | None, state: QSGPTrainingState | None) -> int:
+    """The warm start's CG iterations for this call's run (its own for a later call)."""
+    if warm_start is not None:
+        warm_start = check_int(warm_start, "warm_start", minimum=0)
+    if state is not None:
+        if warm_start is not None and warm_start != state.run.warm_start:
+            warnings.warn(
+                f"QSGP.fit: warm_start initialises a fresh run; the run has taken "
+                f"{state.steps_done} steps, so warm_start={warm_start} is ignored",
+                stacklevel=5,
+            )
+        return state.run.warm_start
+    if warm_start is None:
+        return WARM_START_ITERATIONS if isinstance(q.likelihood, Gaussian) else 0
+    if warm_start and not isinstance(q.likelihood, Gaussian):
+        raise ValueError(
+            f"warm_start={warm_start} needs a Gaussian likelihood (it sets μ to the "
+            f"weight-space posterior mean); the model's is {type(q.likelihood).__name__}: "
+            "pass warm_start=0 or leave it out"
+        )
+    return warm_start
 
 
 def _run_of_this_call(
@@ -227,6 +276,7 @@ def _run_of_this_call(
     hyper_lr: float,
     freeze: int,
     learn: bool,
+    warm: int,
 ) -> QSGPRun:
     """The run this call belongs to: a new one, or the model's run as this call sets it."""
     assert q.features is not None
@@ -237,7 +287,7 @@ def _run_of_this_call(
         return QSGPRun.start(
             data=data, model=_settings(q), base_frequencies=rff.base_frequencies,
             phases=rff.phases, generator=generator, lr=lr, hyper_lr=hyper_lr, freeze=freeze,
-            learn_hyperparameters=learn,
+            learn_hyperparameters=learn, warm_start=warm,
         )  # fmt: skip
     if data != state.run.data:
         warnings.warn(
@@ -257,11 +307,12 @@ def _record(
     history: list[dict[str, float]],
     adagrad: SparseAdagrad,
     adam: torch.optim.Optimizer,
+    warm: WarmStart | None,
 ) -> QSGPTrainingState:
     """The training record now (copies: later steps do not change it)."""
     return QSGPTrainingState(
         run, done, tuple(history), adagrad.state_dict(),
-        copy.deepcopy(adam.state_dict()),
+        copy.deepcopy(adam.state_dict()), warm,
     )  # fmt: skip
 
 
@@ -309,6 +360,7 @@ def _state(q: QSGP, generator: torch.Generator) -> dict:
         "history": list(training.history),
         "adagrad": training.adagrad,
         "adam": training.adam,
+        "warm": None if training.warm is None else asdict(training.warm),
         "mean_weights": q.mean_weights,
         "cov": q.cov.state_dict(),
         "log_noise": q.log_noise,
@@ -332,8 +384,11 @@ def _load(
     adagrad: SparseAdagrad,
     adam: torch.optim.Optimizer,
     generator: torch.Generator,
-) -> tuple[int, list[dict[str, float]]]:
-    """Restore a checkpoint of ``run`` into ``q`` and the optimisers; ``(steps, history)``."""
+) -> tuple[int, list[dict[str, float]], WarmStart | None]:
+    """Restore a checkpoint of ``run`` into ``q`` and the optimisers.
+
+    Returns the steps taken, the history and what the run's warm start did.
+    """
     state = load_state(path, "qsgp", "qsgp-run")
     saved = state.get("identity")
     mismatch = (
@@ -360,4 +415,6 @@ def _load(
     adam.load_state_dict(state["adam"])
     generator.set_state(state["generator"])
     q.generator.set_state(state["model_generator"])
-    return int(state["steps_done"]), list(state["history"])
+    warm = state.get("warm")
+    warmed = None if warm is None else WarmStart(**warm)
+    return int(state["steps_done"]), list(state["history"]), warmed

@@ -21,14 +21,14 @@ def _lml(q, X, y):
 
 
 def test_full_batch_training_closes_the_gap_to_the_marginal_likelihood(problem, model):
-    """Full C, full batches, fixed prior: the ELBO rises towards its maximum, the
-    weight-space log marginal likelihood."""
+    """Full C, full batches, fixed prior, the paper's cold start (prior ``q``, AdaGrad at
+    0.1): the ELBO rises towards its maximum, the weight-space log marginal likelihood."""
     X, y = problem("gaussian", n=100)
     q = model("gaussian", m=20, covariance="full", X=X, randomise=False, batch_size=10**6,
               feature_batch_size=10**6, control_variate_rank=0)  # fmt: skip
     lml, start = _lml(q, X, y), q.elbo(X, y)
     g = torch.Generator().manual_seed(0)
-    q.fit(X, y, steps=300, generator=g, learn_hyperparameters=False)
+    q.fit(X, y, steps=300, generator=g, learn_hyperparameters=False, warm_start=0)
     mid = q.elbo(X, y)
     q.fit(X, y, steps=3000, generator=g, learn_hyperparameters=False)
     end = q.elbo(X, y)
