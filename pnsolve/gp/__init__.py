@@ -1,8 +1,10 @@
 """Gaussian-process models that query solver beliefs.
 
 :class:`ExactGP` (Cholesky reference), :class:`IterGP` (computation-aware posterior from a
-probabilistic solve), :func:`~pnsolve.gp.pathwise.sample_posterior` (pathwise posterior
-function samples from one batched solve), LOVE (:class:`LoveCache`, exact and
+probabilistic solve), :class:`CaGP` (IterGP's posterior with hyperparameters and
+actions chosen by the computation-aware ELBO),
+:func:`~pnsolve.gp.pathwise.sample_posterior` (pathwise posterior function samples from
+one batched solve), LOVE (:class:`LoveCache`, exact and
 iterative GPs' ``posterior(..., method="love")``: the belief posterior of the cache, as
 IterGP's is of its solve, returned as a :class:`LovePosterior`; posteriors are pure
 queries), :func:`fit_exact_hyperparameters`
@@ -17,6 +19,7 @@ raises :class:`FitChangedError` (see each model's Notes), never answers from a s
 
 from . import bayes
 from .affine_gp import AffineGP, AffinePosterior
+from .cagp import CaGP
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .fit_state import FitChangedError, Provenance
@@ -39,6 +42,7 @@ __all__ = [
     "QSGP",
     "AffineGP",
     "AffinePosterior",
+    "CaGP",
     "ExactEstimator",
     "ExactFit",
     "ExactGP",

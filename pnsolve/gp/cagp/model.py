@@ -1,0 +1,383 @@
+"""CaGP: computation-aware GP regression whose hyperparameters and actions maximise its ELBO."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..._core.precision import full_float32
+from ..._core.validation import check_positive_int, require_generator
+from ...kernels.base import StationaryKernel
+from ...linops.base import LinearOperator
+from ...linops.scaled_identity import ScaledIdentity
+from ...policies.base import Policy
+from ...solvers.solver import ProbabilisticLinearSolver
+from ...stopping.criteria import MaxIterations
+from .._checks import (
+    check_backend,
+    check_choice,
+    check_inputs,
+    check_mean,
+    check_noise,
+    check_stationary_kernel,
+    check_targets,
+)
+from .._fitted import FitRecord, FittedModel
+from ..belief_posterior import exact_variance
+from ..fit_state import own_copy
+from ..posterior import GaussianPosterior
+from .actions import BLOCKS, BlockActions, kmeans_blocks, random_blocks
+from .elbo import CaGPFactors, computation_aware_elbo
+
+__all__ = ["CaGP", "CaGPFitState"]
+
+#: Kernel entries per block of test rows in :meth:`CaGP.posterior` (memory cap).
+PREDICTION_ENTRIES = 2**22
+
+
+@dataclass(frozen=True)
+class CaGPFitState(FitRecord):
+    """What :meth:`CaGP.fit` left for prediction, and from what (never modified).
+
+    The fields of every model's ``FitRecord`` (``provenance``: data, kernel, noise,
+    mean and the actions; ``X``, ``y``, ``A = K̂`` matrix-free) and:
+
+    Attributes
+    ----------
+    factors
+        ``L = chol(SᵀK̂S)`` and ``v = (SᵀK̂S)⁻¹ Sᵀ(y − μ)`` in float64
+        (:class:`~pnsolve.gp.cagp.elbo.CaGPFactors`).
+    elbo
+        The ELBO at these hyperparameters and actions (a float).
+    """
+
+    factors: CaGPFactors
+    elbo: float
+
+
+class CaGP(FittedModel[CaGPFitState]):
+    """Computation-aware GP (Wenger, Wu, Hennig, Gardner, Pleiss & Cunningham 2024).
+
+    The posterior is IterGP's for ``i`` actions ``S`` ``(n, i)``: mean
+    ``μ + k(x, X) S v`` and covariance ``k(x, x') − k(x, X) S Ĝ⁻¹ Sᵀ k(X, x')`` with
+    ``Ĝ = SᵀK̂S``, ``v = Ĝ⁻¹Sᵀ(y − μ)``; it includes the computational uncertainty of
+    using ``i`` projections of the data instead of all ``n`` (never below the exact
+    GP's variance). :meth:`fit` chooses the kernel's hyperparameters, the noise and —
+    for ``actions="sparse"`` — the actions' entries by maximising the
+    computation-aware ELBO (:mod:`pnsolve.gp.cagp.elbo`) with Adam, each step one
+    pass over the kernel entries for ``K S`` (``O(n² d)`` time, ``O(n i)`` memory),
+    its backward pass and ``O(n i² + i³)`` algebra.
+
+    Parameters
+    ----------
+    kernel
+        A stationary kernel (RBF, Matérn); its parameters are learned in place.
+    noise
+        Initial noise variance ``σ² > 0`` (learned; read it back as :attr:`noise`).
+    num_actions
+        ``i``, at most ``n``.
+    actions
+        ``"sparse"``: block-sparse actions over all ``n`` points, one block per action,
+        learned with the hyperparameters. Or a policy (``pn.policies.Lanczos(
+        start="random")``, ``pn.policies.CG()``, …): its first ``i`` actions on ``K̂`` at
+        the initial hyperparameters, kept fixed while the hyperparameters are learned.
+    blocks
+        How points are split into blocks for ``"sparse"``: ``"random"`` (a random
+        permutation cut into near-equal blocks) or ``"kmeans"`` (clusters of the
+        inputs, a few Lloyd iterations).
+    backend
+        Kernel-matrix backend for ``K S`` and ``K̂`` (``"auto"``, ``"dense"``,
+        ``"chunked"``, ``"keops"``, ``"distributed"``).
+    mean
+        Constant prior mean ``μ`` (fixed).
+
+    Notes
+    -----
+    **Under change.** The fit record holds ``L`` and ``v`` for the hyperparameters and
+    actions it was computed with. A query after any of them changed (an optimiser
+    step, ``k.lengthscale = …``, ``m.noise = …``, the actions written) recomputes them
+    first from the same data and actions (one ``K S`` pass): never a stale answer.
+
+    **Calibration.** Learned actions and an adaptive policy's (CG) depend on ``y``:
+    the computational variance is then not an error bar (``posterior.calibrated`` is
+    ``False``). A non-adaptive policy's actions (``Lanczos(start="random")``) do not,
+    and the posterior is exact Gaussian inference given ``Sᵀy`` (``calibrated=True``).
+    """
+
+    def __init__(
+        self,
+        kernel: StationaryKernel,
+        noise: float,
+        num_actions: int,
+        *,
+        actions: str | Policy = "sparse",
+        blocks: str = "random",
+        backend: str = "auto",
+        mean: float = 0.0,
+    ) -> None:
+        self.kernel = check_stationary_kernel(kernel, "CaGP")
+        check_noise(noise)
+        self.log_noise = torch.tensor(math.log(float(noise)), dtype=torch.float64, device="cpu")
+        self.num_actions = check_positive_int(num_actions, "num_actions")
+        if not (actions == "sparse" or isinstance(actions, Policy)):
+            raise TypeError(
+                "actions must be 'sparse' (learned block-sparse actions) or a pnsolve policy "
+                f"(e.g. pn.policies.Lanczos(start='random')), got {actions!r}"
+            )
+        self.actions = actions
+        self.blocks = check_choice(blocks, "blocks", BLOCKS)
+        self.backend = check_backend(backend)
+        self.mean = float(check_mean(mean))
+        #: the block pattern (``actions="sparse"``), set by the first fit
+        self.pattern: BlockActions | None = None
+        #: the actions' non-zero entries ``(n,)`` (sparse) or the dense actions ``(n, i)``
+        self.action_values: torch.Tensor | None = None
+        #: the training run after the last fit call (``None`` before the first)
+        self.training = None
+
+    # ---------------------------------------------------------------- settings
+    @property
+    def noise(self) -> float:
+        """The noise variance ``σ²`` (learned by :meth:`fit`)."""
+        return math.exp(float(self.log_noise))
+
+    @noise.setter
+    def noise(self, value: float) -> None:
+        check_noise(value)
+        with torch.no_grad():
+            self.log_noise = torch.full_like(self.log_noise, math.log(float(value)))
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether the actions are independent of ``y`` (a non-adaptive policy's)."""
+        return isinstance(self.actions, Policy) and not self.actions.adaptive
+
+    def _sources(self) -> dict[str, object]:
+        return {
+            "kernel": self.kernel,
+            "noise": self.log_noise,
+            "mean": self.mean,
+            "actions": self.action_values,
+        }
+
+    # ---------------------------------------------------------------- pieces
+    def system(self, X: torch.Tensor) -> LinearOperator:
+        """``K̂ = K(X, X) + σ² I`` as a (matrix-free unless ``backend="dense"``) operator."""
+        K = self.kernel.linop(X, backend=self.backend)
+        return K + ScaledIdentity(X.shape[0], self.noise, dtype=X.dtype, device=X.device)
+
+    def initialise_actions(self, X: torch.Tensor, y: torch.Tensor, generator: torch.Generator):
+        """Set the block pattern and entries (``"sparse"``) or run the policy (fixed actions).
+
+        ``X`` ``(n, d)``, ``y`` ``(n,)`` checked. Called by the first :meth:`fit`.
+        """
+        n, i = X.shape[0], self.num_actions
+        if i > n:
+            raise ValueError(f"num_actions must be at most n = {n}, got {i}")
+        if isinstance(self.actions, Policy):
+            solver = ProbabilisticLinearSolver(self.actions, MaxIterations(i))
+            columns, last = [], 0
+            with torch.no_grad():
+                for state in solver.iterate(self.system(X), y - self.mean, generator=generator):
+                    if state.action is not None and state.iteration > last:  # not a repeat
+                        columns.append(state.action.reshape(n, -1))
+                        last = state.iteration
+            S = torch.cat(columns, 1)[:, :i] if columns else X.new_zeros(n, 0)
+            if S.shape[1] < i:
+                raise ValueError(
+                    f"the policy {type(self.actions).__name__} stopped after {S.shape[1]} of "
+                    f"num_actions = {i} actions (the solve converged or broke down): ask "
+                    "for fewer actions"
+                )
+            self.pattern, self.action_values = None, S
+            return
+        if self.blocks == "random":
+            block_of = random_blocks(n, i, generator, X.device)
+        else:
+            block_of = kmeans_blocks(X, i, generator)
+        self.pattern = BlockActions(block_of, i)
+        self.action_values = self.pattern.initial_values(X.dtype, generator)
+
+    def action_products(
+        self, X: torch.Tensor, y_centred: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(K S, Sᵀ K S, Sᵀ(y − μ), SᵀS, log |SᵀS|)`` for the entries ``values``.
+
+        ``K S`` is one matrix-free pass over the kernel entries on the model's backend
+        (differentiable in the kernel's parameters and in ``values``).
+        """
+        K = self.kernel.linop(X, backend=self.backend)
+        if self.pattern is None:  # dense (policy) actions
+            S = values
+            KS = K @ S
+            gram = S.mT @ S
+            log_det = torch.linalg.slogdet(gram.to(torch.float64))[1]
+            return KS, S.mT @ KS, S.mT @ y_centred, gram, log_det
+        pattern = self.pattern
+        KS = K @ pattern.dense(values)
+        diag = pattern.gram_diagonal(values)
+        StKS = pattern.t_matmul(values, KS)
+        Sty = pattern.t_matmul(values, y_centred.unsqueeze(1)).squeeze(1)
+        return KS, StKS, Sty, torch.diag(diag), torch.log(diag.to(torch.float64)).sum()
+
+    def _elbo(
+        self, X: torch.Tensor, y: torch.Tensor, values: torch.Tensor, log_noise: torch.Tensor
+    ) -> tuple[torch.Tensor, CaGPFactors]:
+        y_c = y - self.mean
+        KS, StKS, Sty, gram, log_det = self.action_products(X, y_c, values)
+        trace_K = self.kernel.diag(X).sum()
+        return computation_aware_elbo(
+            KS, StKS, Sty, gram, log_det, y_c, torch.exp(log_noise), trace_K
+        )
+
+    def _check_actions_for(self, X: torch.Tensor) -> torch.Tensor:
+        if self.action_values is None:
+            raise RuntimeError("call fit(X, y, ...) first: the actions are chosen by the fit")
+        if self.action_values.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"X must have the {self.action_values.shape[0]} rows the actions were chosen "
+                f"for, got {X.shape[0]}"
+            )
+        return self.action_values
+
+    # ---------------------------------------------------------------- public
+    @full_float32
+    def elbo(self, X: torch.Tensor, y: torch.Tensor) -> float:
+        """The computation-aware ELBO at the current hyperparameters and actions.
+
+        On the scale of :meth:`ExactGP.log_marginal_likelihood
+        <pnsolve.gp.ExactGP.log_marginal_likelihood>` (a sum over the ``n`` points), and
+        at most it. ``X`` ``(n, d)`` and ``y`` ``(n,)``: the rows the actions index.
+        """
+        X = check_inputs(X, "X")
+        y = check_targets(y, X)
+        values = self._check_actions_for(X)
+        with torch.no_grad():
+            value, _ = self._elbo(X, y, values, self.log_noise.to(X.device))
+        return float(value)
+
+    @full_float32
+    def fit(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        steps: int = 200,
+        lr: float = 0.05,
+        generator: torch.Generator,
+        action_lr: float | None = None,
+        learn_hyperparameters: bool = True,
+        progress: bool = False,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: int = 50,
+    ) -> CaGP:
+        """Maximise the ELBO in the hyperparameters (and learned actions) by Adam.
+
+        ``steps`` counts from the run's first step (``fit(steps=100)`` then
+        ``fit(steps=200)`` equals one ``fit(steps=200)`` with the same generator object);
+        see :func:`pnsolve.gp.cagp.training.train`. ``steps=0`` only initialises the
+        actions and computes the posterior's factors.
+
+        Parameters
+        ----------
+        X, y
+            Training inputs ``(n, d)`` and targets ``(n,)``.
+        steps
+            Adam steps of the run in total.
+        lr
+            Adam's rate on the raw kernel parameters and ``log σ²``.
+        generator
+            Draws the blocks and initial entries (or the policy's randomness).
+        action_lr
+            Adam's rate on the actions' entries (default: ``lr``).
+        learn_hyperparameters
+            ``False`` keeps the kernel and the noise fixed (only the actions learn).
+        progress
+            Show a tqdm progress bar.
+        checkpoint, checkpoint_every
+            A checksummed state file written every ``checkpoint_every`` steps; a later
+            call resumes from it bit for bit and refuses a file of another run.
+
+        Returns
+        -------
+        CaGP
+            ``self``, with the posterior's factors for the final hyperparameters.
+        """
+        from .training import train
+
+        X = check_inputs(X, "X")
+        y = check_targets(y, X)
+        X, y = own_copy(X), own_copy(y)
+        generator = require_generator(generator)
+        train(
+            self, X, y, steps=steps, lr=lr, action_lr=lr if action_lr is None else action_lr,
+            generator=generator, learn_hyperparameters=learn_hyperparameters,
+            progress=progress, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+        )  # fmt: skip
+        self._factorise(X, y)
+        return self
+
+    def _factorise(self, X: torch.Tensor, y: torch.Tensor) -> None:
+        """Store the fit record for the current hyperparameters and actions."""
+        provenance = self._provenance(X, y)
+        values = self._check_actions_for(X)
+        with torch.no_grad():
+            value, factors = self._elbo(X, y, values, self.log_noise.to(X.device))
+        self._store(CaGPFitState(provenance, X, y, self.system(X), factors, float(value)))
+
+    def _refit(self, record: CaGPFitState) -> None:
+        self._factorise(record.X, record.y)
+
+    @full_float32
+    def posterior(self, Xs: torch.Tensor) -> GaussianPosterior:
+        """The posterior at test inputs ``Xs`` ``(t, d)``: ``.mean``, ``.var`` (combined).
+
+        Per test point ``O(n d)`` kernel entries, ``O(n)`` for ``Sᵀ k(X, x)`` (block-sparse
+        actions; ``O(n i)`` for a policy's dense ones) and one triangular solve
+        ``O(i²)`` with the cached factor. ``.math_var`` (the exact GP's variance, by CG
+        solves with ``K̂``) and ``.comp_var = var − math_var`` are computed on demand.
+        """
+        record = self._fitted()
+        X = record.X
+        Xs = check_inputs(Xs, "Xs", X.shape[1], like=X)
+        values = self._check_actions_for(X)
+        L, v = record.factors.L, record.factors.v
+        rows = max(1, PREDICTION_ENTRIES // X.shape[0])
+        means, reductions = [], []
+        with torch.no_grad():
+            for r0 in range(0, Xs.shape[0], rows):
+                Kx = self.kernel(Xs[r0 : r0 + rows], X)  # (t_c, n)
+                if self.pattern is None:
+                    KxS = Kx @ values
+                else:
+                    KxS = self.pattern.rmatmul(Kx, values)
+                KxS = KxS.to(torch.float64)
+                means.append(KxS @ v)
+                W = torch.linalg.solve_triangular(L, KxS.mT, upper=False)
+                reductions.append(W.square().sum(0))
+            prior_var = self.kernel.diag(Xs)
+            mean = (self.mean + torch.cat(means)).to(X.dtype)
+            reduction = torch.cat(reductions).to(X.dtype)
+            var = prior_var - reduction
+
+        A = record.A
+        kernel, backend = self.kernel, self.backend
+
+        def cov() -> torch.Tensor:
+            with torch.no_grad():
+                Kx = kernel(Xs, X)
+                KxS = Kx @ values if self.pattern is None else self.pattern.rmatmul(Kx, values)
+                W = torch.linalg.solve_triangular(L, KxS.to(torch.float64).mT, upper=False)
+                return kernel(Xs) - (W.mT @ W).to(X.dtype)
+
+        def math_var() -> torch.Tensor:
+            return exact_variance(kernel.linop(Xs, X, backend=backend), prior_var, A)
+
+        post = GaussianPosterior(
+            mean, var, cov, math_var, calibrated=self.calibrated,
+            var_scale=prior_var.abs() + reduction.abs(),
+        )  # fmt: skip
+        return self._tie(post, record)
