@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -31,6 +32,9 @@ from ..fit_state import own_copy
 from ..posterior import GaussianPosterior
 from .actions import BLOCKS, BlockActions, kmeans_blocks, random_blocks
 from .elbo import CaGPFactors, computation_aware_elbo
+
+if TYPE_CHECKING:
+    from .training import CaGPTraining
 
 __all__ = ["CaGP", "CaGPFitState"]
 
@@ -136,7 +140,7 @@ class CaGP(FittedModel[CaGPFitState]):
         #: the actions' non-zero entries ``(n,)`` (sparse) or the dense actions ``(n, i)``
         self.action_values: torch.Tensor | None = None
         #: the training run after the last fit call (``None`` before the first)
-        self.training = None
+        self.training: CaGPTraining | None = None
 
     # ---------------------------------------------------------------- settings
     @property
