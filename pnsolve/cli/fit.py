@@ -1,4 +1,9 @@
-"""``pnsolve fit``: train GP hyperparameters with iterative solves and report test metrics."""
+"""``pnsolve fit``: train GP hyperparameters and report test metrics.
+
+``--method mll`` (the default) maximises the exact GP's marginal likelihood with
+gradients from linear solves; ``--method cagp`` fits :class:`~pnsolve.gp.CaGP` by its
+computation-aware ELBO (:mod:`pnsolve.cli.fit_cagp`).
+"""
 
 from __future__ import annotations
 
@@ -12,27 +17,78 @@ import torch
 
 from .._core import random as rnd
 
-__all__ = ["SGD_DEFAULT_BUDGET", "add_fit_parser", "run_fit"]
+__all__ = [
+    "CAGP_OPTIONS",
+    "METHODS",
+    "MLL_OPTIONS",
+    "SGD_DEFAULT_BUDGET",
+    "add_fit_parser",
+    "run_fit",
+]
 
 #: Epochs per step for ``--solver sgd`` when neither a budget nor a learning rate is
 #: given (the largest budget of the early-stopping study of Lin et al., 2024).
 SGD_DEFAULT_BUDGET = 50.0
+
+#: What ``pnsolve fit`` trains: the exact GP's marginal likelihood by linear solves, or
+#: CaGP's computation-aware ELBO.
+METHODS = ("mll", "cagp")
+#: Options (by their argument names) that only ``--method mll`` reads ...
+MLL_OPTIONS = (
+    "solver", "estimator", "warm_start", "epochs_budget", "tol", "num_probes", "block_size",
+    "batch_size", "sgd_lr", "predict",
+)  # fmt: skip
+#: ... and those that only ``--method cagp`` reads.
+CAGP_OPTIONS = ("num_actions", "blocks")
+
+
+class _RecordGiven(argparse.Action):
+    """Mixin: note each option given on the command line in ``namespace.given``.
+
+    ``given`` maps the argument's name to how it was written (``--solver cg``), so an
+    option that does not apply to the chosen ``--method`` is refused by name even when
+    its value is the default.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        super().__call__(parser, namespace, values, option_string)  # type: ignore[misc]
+        flag = max(self.option_strings, key=len)
+        written = flag if self.nargs == 0 else f"{flag} {values}"
+        namespace.given = {**getattr(namespace, "given", {}), self.dest: written}
+
+
+class _StoreGiven(_RecordGiven, argparse._StoreAction):
+    """``action="store"`` that records the option as given."""
+
+
+class _StoreTrueGiven(_RecordGiven, argparse._StoreTrueAction):
+    """``action="store_true"`` that records the option as given."""
 
 
 def add_fit_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``fit`` subcommand."""
     fit = sub.add_parser(
         "fit",
-        help="fit Matérn-3/2 ARD hyperparameters with CG/AP/SGD and standard/pathwise gradients",
+        help="fit Matérn-3/2 ARD hyperparameters with CG/AP/SGD and standard/pathwise "
+        "gradients, or a CaGP by its ELBO",
         description=(
-            "Maximise the marginal likelihood of a Matérn-3/2 ARD GP by Adam, with gradients "
-            "from iterative linear solves (Lin et al., 2024), then print the test RMSE and "
-            "test log-likelihood (standardised targets). With --checkpoint an interrupted "
-            "run (Ctrl-C) resumes when the same command is run again."
+            "Fit the hyperparameters of a Matérn-3/2 ARD GP by Adam, then print the test "
+            "RMSE and test log-likelihood (standardised targets). --method mll (the "
+            "default) maximises the marginal likelihood with gradients from iterative "
+            "linear solves (Lin et al., 2024); --method cagp fits a computation-aware GP "
+            "(pn.gp.CaGP, Wenger et al., 2024) with --num-actions learned block-sparse "
+            "actions by its ELBO, each step one pass over the kernel matrix, and also "
+            "prints the final ELBO. With --checkpoint an interrupted run (Ctrl-C) resumes "
+            "when the same command is run again."
         ),
     )
+    # every option of fit records whether it was given (a default value counts as given)
+    fit.register("action", None, _StoreGiven)
+    fit.register("action", "store", _StoreGiven)
+    fit.register("action", "store_true", _StoreTrueGiven)
     _add_data_arguments(fit)
     _add_training_arguments(fit)
+    _add_cagp_arguments(fit)
     _add_output_arguments(fit)
 
 
@@ -61,18 +117,26 @@ def _add_data_arguments(fit: argparse.ArgumentParser) -> None:
 
 
 def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
-    """Solver, estimator, Adam and the solvers' own settings (the TrainingConfig fields)."""
+    """Method, solver, estimator, Adam and the solvers' own settings (TrainingConfig's)."""
     from ..gp.training import ESTIMATORS, SOLVERS
     from .main import add_backend_arguments, nonnegative_int, positive_float, positive_int
 
-    fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver")
     fit.add_argument(
-        "--estimator", choices=ESTIMATORS, default="pathwise", help="gradient estimator"
+        "--method",
+        choices=METHODS,
+        default="mll",
+        help="mll: the exact GP's marginal likelihood, gradients by --solver and "
+        "--estimator; cagp: a computation-aware GP (pn.gp.CaGP) by its ELBO, with "
+        "--num-actions and --blocks",
+    )
+    fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver (mll)")
+    fit.add_argument(
+        "--estimator", choices=ESTIMATORS, default="pathwise", help="gradient estimator (mll)"
     )
     fit.add_argument(
         "--warm-start",
         action="store_true",
-        help="start each solve at the previous step's solutions, with fixed probes",
+        help="start each solve at the previous step's solutions, with fixed probes (mll)",
     )
     fit.add_argument("--steps", type=positive_int, default=100, help="Adam steps")
     fit.add_argument("--lr", type=positive_float, default=0.1, help="Adam learning rate")
@@ -80,22 +144,29 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--epochs-budget",
         type=positive_float,
         default=None,
-        help="max solver epochs per step, set-up work not counted (none: solve to --tol; "
-        f"with --solver sgd and no --sgd-lr: {SGD_DEFAULT_BUDGET:g})",
-    )
-    fit.add_argument("--tol", type=positive_float, default=0.01, help="relative residual tolerance")
-    fit.add_argument(
-        "--num-probes", type=positive_int, default=64, help="probe vectors of the estimator"
+        help="max solver epochs per step, set-up work not counted (mll; none: solve to "
+        f"--tol; with --solver sgd and no --sgd-lr: {SGD_DEFAULT_BUDGET:g})",
     )
     fit.add_argument(
-        "--block-size", type=positive_int, default=1000, help="alternating-projections block size"
+        "--tol", type=positive_float, default=0.01, help="relative residual tolerance (mll)"
     )
-    fit.add_argument("--batch-size", type=positive_int, default=500, help="SGD minibatch size")
+    fit.add_argument(
+        "--num-probes", type=positive_int, default=64, help="probe vectors of the estimator (mll)"
+    )
+    fit.add_argument(
+        "--block-size",
+        type=positive_int,
+        default=1000,
+        help="alternating-projections block size (mll)",
+    )
+    fit.add_argument(
+        "--batch-size", type=positive_int, default=500, help="SGD minibatch size (mll)"
+    )
     fit.add_argument(
         "--sgd-lr",
         type=positive_float,
         default=None,
-        help="SGD learning rate (none: the solver's default)",
+        help="SGD learning rate (mll; none: the solver's default)",
     )
     fit.add_argument(
         "--init",
@@ -107,6 +178,29 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--seed", type=nonnegative_int, default=0, help="seed of the run's torch.Generator"
     )
     add_backend_arguments(fit)
+
+
+def _add_cagp_arguments(fit: argparse.ArgumentParser) -> None:
+    """CaGP's own settings (``--method cagp``)."""
+    from ..gp.cagp.actions import BLOCKS
+    from .fit_cagp import DEFAULT_NUM_ACTIONS
+    from .main import positive_int
+
+    fit.add_argument(
+        "--num-actions",
+        type=positive_int,
+        default=None,
+        help="CaGP's number of actions i, 1 ≤ i ≤ n training rows: each step costs one "
+        "pass over K̂ for K̂S (n × i) and O(n i² + i³) algebra (cagp; none: "
+        f"{DEFAULT_NUM_ACTIONS}, or n when there are fewer rows)",
+    )
+    fit.add_argument(
+        "--blocks",
+        choices=BLOCKS,
+        default="random",
+        help="how the rows are split into one block per action: a random partition or "
+        "k-means clusters of the inputs (cagp)",
+    )
 
 
 def _add_output_arguments(fit: argparse.ArgumentParser) -> None:
@@ -121,8 +215,8 @@ def _add_output_arguments(fit: argparse.ArgumentParser) -> None:
         "--predict",
         choices=["auto", "cholesky", "pathwise"],
         default="auto",
-        help="test predictions: exact Cholesky, pathwise samples, or auto (Cholesky up to "
-        "n = 20000)",
+        help="test predictions (mll): exact Cholesky, pathwise samples, or auto (Cholesky "
+        "up to n = 20000); cagp predicts with its own posterior",
     )
     fit.add_argument(
         "--plot", default=None, help="write the training curves to this PNG (none: no plot)"

@@ -32,6 +32,7 @@ from ..fit_state import own_copy
 from ..posterior import GaussianPosterior
 from .actions import BLOCKS, BlockActions, kmeans_blocks, random_blocks
 from .elbo import CaGPFactors, computation_aware_elbo
+from .products import block_kernel_product
 
 if TYPE_CHECKING:
     from .training import CaGPTraining
@@ -213,15 +214,18 @@ class CaGP(FittedModel[CaGPFitState]):
         ``K S`` is one matrix-free pass over the kernel entries on the model's backend
         (differentiable in the kernel's parameters and in ``values``).
         """
-        K = self.kernel.linop(X, backend=self.backend)
         if self.pattern is None:  # dense (policy) actions
+            K = self.kernel.linop(X, backend=self.backend)
             S = values
             KS = K @ S
             gram = S.mT @ S
             log_det = torch.linalg.slogdet(gram.to(torch.float64))[1]
             return KS, S.mT @ KS, S.mT @ y_centred, gram, log_det
         pattern = self.pattern
-        KS = K @ pattern.dense(values)
+        if self.backend in ("keops", "distributed"):  # their operators' own products
+            KS = self.kernel.linop(X, backend=self.backend) @ pattern.dense(values)
+        else:  # one tiled pass exploiting the sparsity (its own backward)
+            KS = block_kernel_product(self.kernel, X, values, pattern.block_of, pattern.num_actions)
         diag = pattern.gram_diagonal(values)
         StKS = pattern.t_matmul(values, KS)
         Sty = pattern.t_matmul(values, y_centred.unsqueeze(1)).squeeze(1)

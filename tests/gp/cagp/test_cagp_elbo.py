@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import pnsolve as pn
 from pnsolve.gp.cagp import ActionsNotFullRankError, computation_aware_elbo
+from pnsolve.kernels.backends.keops import keops_available
 from pnsolve.testing import exact_tol, krylov_tol
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -156,3 +157,56 @@ def test_an_all_zero_block_is_refused_as_rank_deficient():
         m.action_values[m.pattern.block_of == 2] = 0.0
     with pytest.raises(ActionsNotFullRankError, match="rank deficient"):
         m.elbo(X, y)
+
+
+@pytest.mark.keops
+@pytest.mark.skipif(not keops_available(), reason="pykeops is not importable")
+def test_the_keops_backend_equals_the_dense_one_with_gradients():
+    X, y = data(90, d=3)
+    values, grads = {}, {}
+    for name in ("dense", "keops"):
+        m = pn.gp.CaGP(pn.kernels.RBF(lengthscale=0.4), 0.05, 6, backend=name)
+        m.fit(X, y, steps=0, generator=gen(1))
+        v = m.action_values.clone().requires_grad_(True)
+        value, _ = m._elbo(X, y, v, m.log_noise)
+        grads[name] = torch.autograd.grad(value, [v, *m.kernel.parameters()])
+        values[name] = float(value)
+    tol = krylov_tol(F64, float(torch.linalg.cond(m.system(X).to_dense())))
+    assert abs(values["keops"] - values["dense"]) <= tol * abs(values["dense"])
+    for a, b in zip(grads["keops"], grads["dense"], strict=True):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol * float(b.abs().max()))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pn.kernels.RBF(lengthscale=torch.tensor([0.3, 0.7], dtype=F64), outputscale=1.2),
+        lambda: pn.kernels.Matern(nu=1.5, lengthscale=0.4),
+        lambda: pn.kernels.Matern(nu=0.5, lengthscale=0.4),
+    ],
+)
+def test_the_fused_block_product_equals_the_dense_one_with_gradients(make, monkeypatch):
+    """One tiled pass over the kernel entries (tiles smaller than n) against K @ S."""
+    from pnsolve.gp.cagp import products
+    from pnsolve.gp.cagp.actions import BlockActions, random_blocks
+    from pnsolve.gp.cagp.products import block_kernel_product
+
+    monkeypatch.setattr(products, "_tile", lambda n, itemsize: (64, 50))
+
+    X, _ = data(230)
+    pattern = BlockActions(random_blocks(230, 11, gen(2), X.device), 11)
+    values = pattern.initial_values(F64, gen(3))
+    W = torch.randn(230, 11, generator=gen(4), dtype=F64)
+    results = []
+    for fused in (True, False):
+        k = make()
+        v = values.clone().requires_grad_(True)
+        if fused:
+            KS = block_kernel_product(k, X, v, pattern.block_of, 11)
+        else:
+            KS = k(X) @ pattern.dense(v)
+        grads = torch.autograd.grad((KS * W).sum(), [v, *k.parameters()])
+        results.append((KS.detach(), *grads))
+    tol = exact_tol(F64, 230)
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol * float(b.abs().max()))
