@@ -57,7 +57,7 @@ def run_qsgp(kernel, noise: float, X, y, Xs, ys, m: int, steps: int, **fit) -> t
     t0 = time.perf_counter()
     q.fit(X, y, steps=steps, generator=torch.Generator().manual_seed(2), **fit)
     seconds = time.perf_counter() - t0
-    return rmse(q.posterior(Xs).mean, ys), q.noise, float(q.kernel.outputscale), seconds
+    return rmse(q.posterior(Xs).mean, ys), q.noise, float(q.kernel.outputscale.detach()), seconds
 
 
 def main() -> int:
