@@ -19,7 +19,7 @@ raises :class:`FitChangedError` (see each model's Notes), never answers from a s
 
 from . import bayes
 from .affine_gp import AffineGP, AffinePosterior
-from .cagp import CaGP
+from .cagp import CaGP, CaGPClassifier
 from .exact import ExactGP
 from .exact_fit import ExactFit, fit_exact_hyperparameters
 from .fit_state import FitChangedError, Provenance
@@ -43,6 +43,7 @@ __all__ = [
     "AffineGP",
     "AffinePosterior",
     "CaGP",
+    "CaGPClassifier",
     "ExactEstimator",
     "ExactFit",
     "ExactGP",

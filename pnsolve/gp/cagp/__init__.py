@@ -6,6 +6,7 @@ step one matrix-free pass over the kernel entries for ``K S``.
 """
 
 from .actions import BlockActions
+from .classifier import CaGPClassifier
 from .elbo import ActionsNotFullRankError, CaGPFactors, computation_aware_elbo
 from .model import CaGP, CaGPFitState
 
@@ -13,6 +14,7 @@ __all__ = [
     "ActionsNotFullRankError",
     "BlockActions",
     "CaGP",
+    "CaGPClassifier",
     "CaGPFactors",
     "CaGPFitState",
     "computation_aware_elbo",

@@ -168,6 +168,44 @@ class CaGP(FittedModel[CaGPFitState]):
             "actions": self.action_values,
         }
 
+    #: whether ``posterior(...).math_var`` is the exact GP's variance (Gaussian likelihood)
+    _has_math_var = True
+
+    # ------------------------------------------------------- training protocol
+    def place(self, X: torch.Tensor) -> None:
+        """Move the model's own tensors to ``X``'s dtype and device (before training)."""
+        self.log_noise = self.log_noise.to(device=X.device, dtype=X.dtype)
+
+    def hyperparameter_leaves(self) -> list[torch.Tensor]:
+        """What Adam moves at ``lr``: the kernel's raw parameters and ``log σ²``."""
+        return [*self.kernel.parameters(), self.log_noise]
+
+    def variational_leaves(self) -> list[torch.Tensor]:
+        """What Adam moves at ``action_lr``: the learned actions' entries (if any)."""
+        if self.pattern is None or self.action_values is None:
+            return []
+        return [self.action_values]
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        """The model's own tensors a checkpoint holds (besides the kernel's state)."""
+        out = {"log_noise": self.log_noise}
+        if self.action_values is not None:
+            out["action_values"] = self.action_values
+        return out
+
+    def training_objective(self, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The ELBO (0-d, differentiable in the leaves) that :meth:`fit` maximises."""
+        return self._evaluate(X, y)[0]
+
+    def _evaluate(self, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, CaGPFactors]:
+        """The ELBO and the prediction factors at the model's current tensors."""
+        values = self._check_actions_for(X)
+        return self._elbo(X, y, values, self.log_noise.to(X.device))
+
+    def _check_data(self, X: object, y: object) -> tuple[torch.Tensor, torch.Tensor]:
+        X = check_inputs(X, "X")
+        return X, check_targets(y, X)
+
     # ---------------------------------------------------------------- pieces
     def system(self, X: torch.Tensor) -> LinearOperator:
         """``K̂ = K(X, X) + σ² I`` as a (matrix-free unless ``backend="dense"``) operator."""
@@ -260,11 +298,9 @@ class CaGP(FittedModel[CaGPFitState]):
         <pnsolve.gp.ExactGP.log_marginal_likelihood>` (a sum over the ``n`` points), and
         at most it. ``X`` ``(n, d)`` and ``y`` ``(n,)``: the rows the actions index.
         """
-        X = check_inputs(X, "X")
-        y = check_targets(y, X)
-        values = self._check_actions_for(X)
+        X, y = self._check_data(X, y)
         with torch.no_grad():
-            value, _ = self._elbo(X, y, values, self.log_noise.to(X.device))
+            value, _ = self._evaluate(X, y)
         return float(value)
 
     @full_float32
@@ -316,8 +352,7 @@ class CaGP(FittedModel[CaGPFitState]):
         """
         from .training import train
 
-        X = check_inputs(X, "X")
-        y = check_targets(y, X)
+        X, y = self._check_data(X, y)
         X, y = own_copy(X), own_copy(y)
         generator = require_generator(generator)
         train(
@@ -331,9 +366,8 @@ class CaGP(FittedModel[CaGPFitState]):
     def _factorise(self, X: torch.Tensor, y: torch.Tensor) -> None:
         """Store the fit record for the current hyperparameters and actions."""
         provenance = self._provenance(X, y)
-        values = self._check_actions_for(X)
         with torch.no_grad():
-            value, factors = self._elbo(X, y, values, self.log_noise.to(X.device))
+            value, factors = self._evaluate(X, y)
         self._store(CaGPFitState(provenance, X, y, self.system(X), factors, float(value)))
 
     def _refit(self, record: CaGPFitState) -> None:
@@ -385,7 +419,7 @@ class CaGP(FittedModel[CaGPFitState]):
             return exact_variance(kernel.linop(Xs, X, backend=backend), prior_var, A)
 
         post = GaussianPosterior(
-            mean, var, cov, math_var, calibrated=self.calibrated,
+            mean, var, cov, math_var if self._has_math_var else None, calibrated=self.calibrated,
             var_scale=prior_var.abs() + reduction.abs(),
         )  # fmt: skip
         return self._tie(post, record)

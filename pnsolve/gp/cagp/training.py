@@ -58,20 +58,20 @@ class CaGPTraining:
 
 def _settings(q: CaGP) -> str:
     actions = q.actions if isinstance(q.actions, str) else type(q.actions).__name__
-    return repr((type(q.kernel).__name__, q.num_actions, actions, q.blocks, q.backend, q.mean))
+    return repr((type(q).__name__, type(q.kernel).__name__, q.num_actions, actions, q.blocks,
+                 q.backend, q.mean))  # fmt: skip
 
 
 def _leaves(q: CaGP, learn_hyperparameters: bool) -> tuple[list[dict], list[torch.Tensor]]:
     """Adam's parameter groups (hyperparameters, actions) and the tensors that move."""
-    hyper = [*q.kernel.parameters(), q.log_noise] if learn_hyperparameters else []
-    learned_actions = q.pattern is not None
-    groups = []
+    hyper = q.hyperparameter_leaves() if learn_hyperparameters else []
+    variational = q.variational_leaves()
+    groups: list[dict[str, Any]] = []
     if hyper:
         groups.append({"params": hyper, "name": "hyperparameters"})
-    if learned_actions:
-        assert q.action_values is not None
-        groups.append({"params": [q.action_values], "name": "actions"})
-    return groups, [p for g in groups for p in g["params"]]
+    if variational:
+        groups.append({"params": variational, "name": "actions"})
+    return groups, [*hyper, *variational]
 
 
 def train(
@@ -94,7 +94,7 @@ def train(
     action_lr = check_positive_number(action_lr, "action_lr")
     learn_hyperparameters = check_bool(learn_hyperparameters, "learn_hyperparameters")
     checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    q.log_noise = q.log_noise.to(device=X.device, dtype=X.dtype)
+    q.place(X)
     data = tensor_digest(X, y)
     state: CaGPTraining | None = q.training
     if state is not None and state.identity["data"] != data:
@@ -148,8 +148,7 @@ def train(
             p.requires_grad_(True)
         while done < steps:
             t0 = time.perf_counter()
-            assert q.action_values is not None
-            elbo, _ = q._elbo(X, y, q.action_values, q.log_noise)
+            elbo = q.training_objective(X, y)
             value = float(elbo.detach())
             if not torch.isfinite(elbo):
                 raise FloatingPointError(
@@ -198,8 +197,7 @@ def _save(q: CaGP, path: Path) -> None:
         "history": list(q.training.history),
         "adam": q.training.adam,
         "kernel": q.kernel.state_dict(),
-        "log_noise": q.log_noise.detach(),
-        "action_values": q.action_values.detach() if q.action_values is not None else None,
+        "tensors": {name: t.detach() for name, t in q.state_tensors().items()},
         "block_of": None if q.pattern is None else q.pattern.block_of,
     }
     save_state(path, "cagp", "cagp-run", payload)
@@ -217,9 +215,8 @@ def _load(
         )
     with torch.no_grad():
         q.kernel.load_state_dict(state["kernel"])
-        q.log_noise.copy_(state["log_noise"])
-        if state["action_values"] is not None and q.action_values is not None:
-            q.action_values.copy_(state["action_values"])
+        for name, tensor in q.state_tensors().items():
+            tensor.copy_(state["tensors"][name])
     if state["block_of"] is not None and q.pattern is not None:
         q.pattern = replace(q.pattern, block_of=state["block_of"].to(q.pattern.block_of.device))
     if adam is not None and state["adam"]:
