@@ -51,7 +51,7 @@ class _RecordGiven(argparse.Action):
     """
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        super().__call__(parser, namespace, values, option_string)  # type: ignore[misc]
+        super().__call__(parser, namespace, values, option_string)
         flag = max(self.option_strings, key=len)
         written = flag if self.nargs == 0 else f"{flag} {values}"
         namespace.given = {**getattr(namespace, "given", {}), self.dest: written}
@@ -129,14 +129,17 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--estimator; cagp: a computation-aware GP (pn.gp.CaGP) by its ELBO, with "
         "--num-actions and --blocks",
     )
-    fit.add_argument("--solver", choices=SOLVERS, default="cg", help="linear solver (mll)")
+    fit.add_argument("--solver", choices=SOLVERS, default="cg", help="--method mll's linear solver")
     fit.add_argument(
-        "--estimator", choices=ESTIMATORS, default="pathwise", help="gradient estimator (mll)"
+        "--estimator",
+        choices=ESTIMATORS,
+        default="pathwise",
+        help="--method mll's gradient estimator",
     )
     fit.add_argument(
         "--warm-start",
         action="store_true",
-        help="start each solve at the previous step's solutions, with fixed probes (mll)",
+        help="--method mll: start each solve at the previous step's solutions, with fixed probes",
     )
     fit.add_argument("--steps", type=positive_int, default=100, help="Adam steps")
     fit.add_argument("--lr", type=positive_float, default=0.1, help="Adam learning rate")
@@ -144,29 +147,32 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--epochs-budget",
         type=positive_float,
         default=None,
-        help="max solver epochs per step, set-up work not counted (mll; none: solve to "
-        f"--tol; with --solver sgd and no --sgd-lr: {SGD_DEFAULT_BUDGET:g})",
+        help="--method mll: max solver epochs per step, set-up work not counted (none: solve "
+        f"to --tol; with --solver sgd and no --sgd-lr: {SGD_DEFAULT_BUDGET:g})",
     )
     fit.add_argument(
-        "--tol", type=positive_float, default=0.01, help="relative residual tolerance (mll)"
+        "--tol", type=positive_float, default=0.01, help="--method mll: relative residual tolerance"
     )
     fit.add_argument(
-        "--num-probes", type=positive_int, default=64, help="probe vectors of the estimator (mll)"
+        "--num-probes",
+        type=positive_int,
+        default=64,
+        help="--method mll: probe vectors of the estimator",
     )
     fit.add_argument(
         "--block-size",
         type=positive_int,
         default=1000,
-        help="alternating-projections block size (mll)",
+        help="--method mll: alternating-projections block size",
     )
     fit.add_argument(
-        "--batch-size", type=positive_int, default=500, help="SGD minibatch size (mll)"
+        "--batch-size", type=positive_int, default=500, help="--method mll: SGD minibatch size"
     )
     fit.add_argument(
         "--sgd-lr",
         type=positive_float,
         default=None,
-        help="SGD learning rate (mll; none: the solver's default)",
+        help="--method mll: SGD learning rate (none: the solver's default)",
     )
     fit.add_argument(
         "--init",
@@ -190,16 +196,16 @@ def _add_cagp_arguments(fit: argparse.ArgumentParser) -> None:
         "--num-actions",
         type=positive_int,
         default=None,
-        help="CaGP's number of actions i, 1 ≤ i ≤ n training rows: each step costs one "
-        "pass over K̂ for K̂S (n × i) and O(n i² + i³) algebra (cagp; none: "
+        help="--method cagp: number of actions i, 1 ≤ i ≤ n training rows; each step costs "
+        "one pass over the kernel matrix for K̂S (n × i) and O(n i² + i³) algebra (none: "
         f"{DEFAULT_NUM_ACTIONS}, or n when there are fewer rows)",
     )
     fit.add_argument(
         "--blocks",
         choices=BLOCKS,
         default="random",
-        help="how the rows are split into one block per action: a random partition or "
-        "k-means clusters of the inputs (cagp)",
+        help="--method cagp: how the rows are split into one block per action, a random "
+        "partition or k-means clusters of the inputs",
     )
 
 
@@ -215,8 +221,8 @@ def _add_output_arguments(fit: argparse.ArgumentParser) -> None:
         "--predict",
         choices=["auto", "cholesky", "pathwise"],
         default="auto",
-        help="test predictions (mll): exact Cholesky, pathwise samples, or auto (Cholesky "
-        "up to n = 20000); cagp predicts with its own posterior",
+        help="--method mll's test predictions: exact Cholesky, pathwise samples, or auto "
+        "(Cholesky up to n = 20000); cagp predicts with its own posterior",
     )
     fit.add_argument(
         "--plot", default=None, help="write the training curves to this PNG (none: no plot)"
@@ -262,9 +268,19 @@ def run_fit(args: argparse.Namespace) -> int:
     """Run ``pnsolve fit`` with parsed arguments; returns the exit status.
 
     Ctrl-C prints one line saying how many steps the checkpoint holds and returns 130.
+
+    Raises
+    ------
+    UsageError
+        If an option of the other ``--method`` was given (named, with its value).
     """
     from .main import EXIT_INTERRUPTED, config_from_arguments
 
+    _check_method_options(args)
+    if args.method == "cagp":
+        from .fit_cagp import run_cagp
+
+        return run_cagp(args)
     budget = args.epochs_budget
     if args.solver == "sgd" and budget is None and args.sgd_lr is None:
         budget = SGD_DEFAULT_BUDGET
@@ -285,17 +301,42 @@ def run_fit(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-def _saved_steps(checkpoint: str | None, steps: int) -> str:
-    """Where an interrupted run stands: how many steps its checkpoint holds."""
-    from ..gp.training import load_checkpoint
+def _check_method_options(args: argparse.Namespace) -> None:
+    """Refuse the options given on the command line that the chosen ``--method`` ignores."""
+    from .main import UsageError
 
+    given = getattr(args, "given", {})
+    if args.method == "cagp":
+        wrong = [given[name] for name in MLL_OPTIONS if name in given]
+        what = (
+            "how --method mll solves, estimates gradients or predicts; --method cagp fits "
+            "CaGP by its ELBO without them"
+        )
+        other = "use --method mll"
+    else:
+        wrong = [given[name] for name in CAGP_OPTIONS if name in given]
+        what = (
+            f"CaGP's actions (--method cagp); --method {args.method} fits the exact GP "
+            "without actions"
+        )
+        other = "add --method cagp"
+    if wrong:
+        one = len(wrong) == 1
+        raise UsageError(
+            f"{', '.join(wrong)} {'sets' if one else 'set'} {what}: leave "
+            f"{'it' if one else 'them'} out, or {other}"
+        )
+
+
+def _saved_steps(checkpoint: str | None, steps: int, *, method: str = "mll") -> str:
+    """Where an interrupted run stands: how many steps its checkpoint holds."""
     if checkpoint is None:
         return "(no --checkpoint given: nothing saved, a new run starts over)"
     if not Path(checkpoint).exists():
         return f"before the first step completed: nothing saved in {checkpoint}"
     try:  # the file, not a step counter: Ctrl-C may land between saving and counting
-        done = len(load_checkpoint(checkpoint)["log"])
-    except (ValueError, KeyboardInterrupt):
+        done = _checkpoint_steps(checkpoint, method)
+    except (ValueError, KeyError, KeyboardInterrupt):
         return f"(checkpoint in {checkpoint})"
     return (
         f"after {done} of {steps} steps; checkpoint {checkpoint} holds them: run the same "
@@ -303,10 +344,20 @@ def _saved_steps(checkpoint: str | None, steps: int) -> str:
     )
 
 
+def _checkpoint_steps(checkpoint: str, method: str) -> int:
+    """The steps a checkpoint of ``--method`` holds; ``ValueError`` if it is unreadable."""
+    if method == "cagp":
+        from .._core.statefile import load_state
+
+        return int(load_state(checkpoint, "cagp", "cagp-run")["steps_done"])
+    from ..gp.training import load_checkpoint
+
+    return len(load_checkpoint(checkpoint)["log"])
+
+
 def _run(args: argparse.Namespace, config) -> int:
     """Load, train, predict and report; the outputs ``--log`` and ``--plot`` asked for."""
     from ..gp.training import predictive
-    from ..metrics import gaussian_log_likelihood, rmse
 
     ds, X, y, gen = _training_rows(args)
     _announce(ds, X, config)
@@ -319,12 +370,7 @@ def _run(args: argparse.Namespace, config) -> int:
     mean, var = predictive(result, X, y, ds.X_test, method=method, config=config, generator=gen)
     _report_fit(result, config)
     print(f"training time: {train_s:.1f} s; predictions: {method}")
-    test_rmse = rmse(mean, ds.y_test)
-    test_llh = gaussian_log_likelihood(mean, var, ds.y_test)
-    if not (math.isfinite(test_rmse) and math.isfinite(test_llh)):
-        raise ArithmeticError("non-finite test metrics")
-    print(f"test RMSE: {test_rmse:.4f}")
-    print(f"test log-likelihood: {test_llh:.4f}")
+    _report_test_metrics(mean, var, ds.y_test)
     lead = getattr(args, "lead", True)  # distributed: rank 0 writes
     if args.log is not None and lead:
         print(f"wrote {_write_log(result.log, args.log)}")
@@ -339,6 +385,18 @@ def _run(args: argparse.Namespace, config) -> int:
         )
         print(f"wrote {out}")
     return 0
+
+
+def _report_test_metrics(mean: torch.Tensor, var: torch.Tensor, y_test: torch.Tensor) -> None:
+    """The test RMSE and test log-likelihood of the predictive ``N(mean, var)`` of ``y``."""
+    from ..metrics import gaussian_log_likelihood, rmse
+
+    test_rmse = rmse(mean, y_test)
+    test_llh = gaussian_log_likelihood(mean, var, y_test)
+    if not (math.isfinite(test_rmse) and math.isfinite(test_llh)):
+        raise ArithmeticError("non-finite test metrics")
+    print(f"test RMSE: {test_rmse:.4f}")
+    print(f"test log-likelihood: {test_llh:.4f}")
 
 
 def _training_rows(args: argparse.Namespace):
@@ -396,13 +454,18 @@ def _train(args: argparse.Namespace, config, X: torch.Tensor, y: torch.Tensor, g
     )
 
 
+def _report_hyperparameters(kernel, noise: float) -> None:
+    """The learned noise variance, outputscale and range of the lengthscales."""
+    ls = kernel.lengthscale.detach().reshape(-1)
+    print(
+        f"hyperparameters: noise {noise:.4g}, outputscale "
+        f"{float(kernel.outputscale.detach()):.4g}, lengthscales {ls.min():.3g}..{ls.max():.3g}"
+    )
+
+
 def _report_fit(result, config) -> None:
     """The fitted hyperparameters, the solver's epochs and any skipped steps."""
-    ls = result.kernel.lengthscale.detach().reshape(-1)
-    print(
-        f"hyperparameters: noise {result.noise:.4g}, outputscale "
-        f"{float(result.kernel.outputscale):.4g}, lengthscales {ls.min():.3g}..{ls.max():.3g}"
-    )
+    _report_hyperparameters(result.kernel, result.noise)
     last = result.log[-1] if result.log else None
     if last is not None and config.solver != "cholesky":
         setup = sum(r.setup_epochs for r in result.log)

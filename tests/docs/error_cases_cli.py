@@ -14,6 +14,9 @@ from error_catalogue_inputs import (
     _write_csv,
 )
 
+#: ``pnsolve fit --method cagp`` on the 40-row ``toy.csv`` (36 training rows)
+_CAGP_ARGS = ("fit", "--data", "toy.csv", "--method", "cagp", "--steps", "1", "--no-progress")
+
 CLI_CASES: dict[str, Case] = {
     # --- command line and its data files
     "cli-missing-file": Case(
@@ -73,6 +76,20 @@ CLI_CASES: dict[str, Case] = {
         _cli(*_fit_args("toy.csv", "--estimator", "exact"), setup=_write_csv),
         CliExit,
         "exit 2: .*exact",
+    ),
+    "cli-method-options": Case(
+        "CLI",
+        "an option of `--method mll` with `--method cagp`",
+        _cli(*_CAGP_ARGS, "--solver", "cg", setup=_write_csv),
+        CliExit,
+        "exit 2: .*--solver cg sets how --method mll solves",
+    ),
+    "cli-num-actions": Case(
+        "CLI",
+        "more CaGP actions than training rows",
+        _cli(*_CAGP_ARGS, "--num-actions", "100", setup=_write_csv),
+        CliExit,
+        "exit 2: .*--num-actions 100 is more than the 36 training rows",
     ),
     "cli-dataset": Case(
         "CLI",
