@@ -30,6 +30,12 @@ F64 = torch.float64
 SETS = "concrete,airfoil,parkinsons,protein,skillcraft,elevators,bike"
 #: the previous defaults of QSGP.fit, for the "before" column
 BEFORE = {"warm_start": 0, "lr": 0.1, "hyper_lr": 1e-2}
+#: ``--ablations``: each half of the change alone
+ABLATIONS = {
+    "warm, hyper_lr 1e-2": {"hyper_lr": 1e-2},
+    "warm, hyper_lr 1e-3": {"hyper_lr": 1e-3},
+    "cold, lr 0.1, hyper_lr 1e-5": {"warm_start": 0},
+}
 
 
 def rows_of(name: str, seed: int = 0):
@@ -66,6 +72,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--features", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="a smoke run, not the check")
+    parser.add_argument(
+        "--ablations", action="store_true",
+        help="also each half of the change alone (warm start with the old hyperparameter "
+        "rates; cold start with the new one): three more runs per set",
+    )  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.datasets.split(",")
@@ -89,6 +100,11 @@ def main() -> int:
         print(f"{name:<11} {exact:7.4f} {goal:7.4f} {before[0]:7.4f} {before[1]:7.4f} "
               f"{now[0]:9.4f} {now[1]:7.4f} {now[2]:6.3f} {now[3]:5.0f}  "
               f"{'yes' if met else 'NO'}", flush=True)  # fmt: skip
+        if args.ablations:
+            for label, fit in ABLATIONS.items():
+                r = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps, **fit)
+                print(f"    {label:<28} RMSE {r[0]:.4f}  noise {r[1]:.4f}  outputscale "
+                      f"{r[2]:.3f}", flush=True)  # fmt: skip
     print(f"every set meets the goal: {'yes' if met_all else 'no'}"
           + (" (--quick: not the check)" if args.quick else ""))  # fmt: skip
     return 0
