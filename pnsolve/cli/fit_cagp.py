@@ -159,12 +159,6 @@ def _write_log(history: Sequence[dict[str, float]], path: str | Path) -> Path:
 
 def _plot_elbo(history: Sequence[dict[str, float]], n: int, path: str | Path, title: str) -> Path:
     """The ELBO per training row at every step (before its update), as a PNG."""
-    from ..plotting._figure import new_figure, save_figure
+    from ..plotting import plot_elbo
 
-    fig, ax, out = new_figure(path, (6.4, 4.0))
-    ax.plot([r["step"] for r in history], [r["elbo"] / n for r in history], color="C0")
-    ax.set_xlabel("Adam step")
-    ax.set_ylabel("ELBO / n")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    return save_figure(fig, out)
+    return plot_elbo(history, n, path, title=title)

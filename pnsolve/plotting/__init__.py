@@ -2,6 +2,7 @@
 
 from .convergence import plot_convergence
 from .coverage import plot_coverage
+from .elbo import plot_elbo
 from .gp_band import draw_gp_band, plot_gp_band
 from .mcmc import plot_psrf, plot_traces
 from .tradeoff import plot_tradeoff
@@ -11,6 +12,7 @@ __all__ = [
     "draw_gp_band",
     "plot_convergence",
     "plot_coverage",
+    "plot_elbo",
     "plot_gp_band",
     "plot_psrf",
     "plot_traces",
