@@ -36,7 +36,7 @@ SCRIPTS = [
     "bench_qsgp_cost.py",  # Evans & Nair (2020): flat cost per step, Fig. 1 (--quick: 1 minute)
     # Evans & Nair (2020) Table 2 + digits: about 2.5 hours (--quick: 1 minute)
     "bench_qsgp_uci.py",
-    # Wenger et al. (2024), CaGP against SVGP, SGPR, exact GP, IterGP: 40 minutes (--quick: 1)
+    # Wenger et al. (2024), CaGP against SVGP, SGPR, exact GP, IterGP: 35 minutes (--quick: 1)
     "bench_cagp.py",
     # CaGP's blocks, random against k-means, on 3 UCI sets: 15 minutes (--quick: 1)
     "bench_cagp_blocks.py",
