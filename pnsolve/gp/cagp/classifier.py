@@ -182,9 +182,10 @@ class CaGPClassifier(CaGP):
         """The ELBO (0-d, float64, differentiable) and ``(L, v)`` for prediction."""
         f64 = torch.float64
         assert self.pattern is not None
-        KS = self.action_products(X, torch.zeros_like(y), values)[0].to(f64)
+        KS, StKS = self.action_products(X, torch.zeros_like(y), values)[:2]
+        KS = KS.to(f64)
         i = KS.shape[1]
-        G = self.pattern.t_matmul(values.to(f64), KS)
+        G = StKS.to(f64)
         G = 0.5 * (G + G.mT)
         G_hat = G + torch.diag(torch.exp(log_d.to(f64)))
         L, bad = torch.linalg.cholesky_ex(G_hat)
