@@ -26,6 +26,7 @@ import torch
 
 import pnsolve as pn
 from pnsolve.kernels.backends.keops import keops_available
+from pnsolve.kernels.backends.keops_probe import keops_runs_on
 
 F32, F64 = torch.float32, torch.float64
 DTYPES = (F32, F64)
@@ -162,8 +163,10 @@ def normal(shape: tuple[int, ...], dtype, device, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=g, dtype=F64).to(device=device, dtype=dtype)
 
 
-def rbf() -> pn.kernels.RBF:
-    return pn.kernels.RBF(lengthscale=LS, outputscale=1.0)
+def rbf(device: torch.device | None = None) -> pn.kernels.RBF:
+    """The benchmarks' RBF kernel, its parameters on ``device`` (docs/gpus.md: a kernel
+    left on the CPU copies them to the data's device at every product)."""
+    return pn.kernels.RBF(lengthscale=LS, outputscale=1.0).to(device)
 
 
 def free_backend(ctx: Ctx) -> str:
@@ -244,10 +247,18 @@ def probe_keops(ctx: Ctx) -> None:
     if ctx.device.type not in ("cuda", "cpu") or not keops_available():
         ctx.notes.append("KeOps not used (not importable, or another device): chunked instead")
         return
+    t0 = time.perf_counter()
+    if not keops_runs_on(ctx.device):  # a child process: pykeops can crash compiling
+        ctx.notes.append(
+            f"KeOps imports but its probe formula failed on {ctx.device} in a child process "
+            f"({time.perf_counter() - t0:.0f} s; see the log): chunked instead"
+        )
+        return
     try:
         X = torch.rand(64, 3, device=ctx.device)
         with torch.no_grad():
-            t, _ = ctx.timed(lambda: rbf().linop(X, backend="keops") @ torch.ones_like(X[:, :1]))
+            op = rbf(X.device).linop(X, backend="keops")
+            t, _ = ctx.timed(lambda: op @ torch.ones_like(X[:, :1]))
         ctx.keops = True
         ctx.notes.append(f"KeOps probe (float32 formula, compile or load): {t:.1f} s")
     except Exception as exc:

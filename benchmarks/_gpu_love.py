@@ -72,13 +72,13 @@ def love_exact(ctx: Ctx, rows: list, notes: list) -> None:
     Xall = torch.rand(n + t, 3, generator=g, dtype=F64)
     yall = target(Xall, g, NOISE)
     X64, y64, Xs64 = Xall[:n].to(dev), yall[:n].to(dev), Xall[n:].to(dev)
-    ref = pn.gp.ExactGP(rbf(), NOISE).fit(X64, y64).posterior(Xs64).var.double().cpu()
+    ref = pn.gp.ExactGP(rbf(dev), NOISE).fit(X64, y64).posterior(Xs64).var.double().cpu()
     for dtype in DTYPES:
         if not ctx.afford(15 if ctx.cuda else 3, f"exact RBF n = {n} {name_of(dtype)}", notes):
             continue  # on CUDA its predictions compile a KeOps formula (t × n > 32 MiB)
         X, y, Xs = X64.to(dtype), y64.to(dtype), Xs64.to(dtype)
-        fit = fitted(ctx, lambda: pn.gp.ExactGP(rbf(), NOISE), X, y, Xs)
-        peer = lambda X=X, y=y: gpytorch_peer.exact_model(X, y, rbf(), NOISE).to(dev)  # noqa: E731
+        fit = fitted(ctx, lambda: pn.gp.ExactGP(rbf(dev), NOISE), X, y, Xs)
+        peer = lambda X=X, y=y: gpytorch_peer.exact_model(X, y, rbf(dev), NOISE).to(dev)  # noqa: E731
         love_row(ctx, rows, notes, "exact RBF (ExactGP)", dtype, fit, Xs, yall[n:], ref, peer)
         del fit
 
@@ -130,7 +130,7 @@ def love_free(ctx: Ctx, rows: list, notes: list) -> None:
         if not ctx.afford(need, f"exact RBF n = {n} {name_of(dtype)}", notes):
             continue
         X, y, Xs = (a.to(ctx.device, dtype) for a in (Xall[:n], yall[:n], Xall[n:]))
-        make = lambda: pn.gp.IterGP(rbf(), NOISE, pn.policies.CG(),  # noqa: E731
+        make = lambda: pn.gp.IterGP(rbf(ctx.device), NOISE, pn.policies.CG(),  # noqa: E731
                                     pn.stopping.MaxIterations(10), backend=backend)  # fmt: skip
         fit = fitted(ctx, make, X, y, Xs)
         label = f"exact RBF (IterGP {backend}, 10 it.)"

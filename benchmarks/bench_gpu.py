@@ -136,7 +136,7 @@ def sec_cg(ctx: Ctx) -> None:
     def dense(dtype: torch.dtype) -> None:
         n = ctx.size("dense")
         X = uniform(n, 3, dtype, ctx.device, seed=0)
-        K = rbf()(X)
+        K = rbf(ctx.device)(X)
         K.diagonal().add_(NOISE)
         A = pn.linops.Dense(K, is_symmetric=True)
         target = 0.1 if ctx.quick else 0.3  # seconds per contender and round
@@ -148,7 +148,7 @@ def sec_cg(ctx: Ctx) -> None:
             return notes.append(f"keops float64 at n = {n}: not in a quick run")
         if dtype == F64 and not ctx.afford(25 if ctx.cuda else 10, "keops float64", notes):
             return
-        A = rbf().linop(uniform(n, 3, dtype, ctx.device, seed=0), backend="keops")
+        A = rbf(ctx.device).linop(uniform(n, 3, dtype, ctx.device, seed=0), backend="keops")
         A = A.add_diagonal(NOISE)
         target = 0.15 if ctx.quick else 0.5
         r, t_first = cg_rows(ctx, n, "keops K̂", dtype, A.__matmul__, A, target, 5, 50)
@@ -188,7 +188,7 @@ def sec_kernel(ctx: Ctx) -> None:
         v = normal((n, 1), dtype, ctx.device, seed=1)
         exp = exp_rate(ctx, dtype)
         names = ["keops"] * (ctx.keops and not (ctx.quick and dtype == F64)) + ["chunked", "dense"]
-        ops = {b: rbf().linop(X, backend=b) for b in names}
+        ops = {b: rbf(ctx.device).linop(X, backend=b) for b in names}
         fns = {b: (lambda op=op: op @ v) for b, op in ops.items()}
         first = {b: ctx.timed(fn)[0] for b, fn in fns.items()}  # dense: builds the matrix
         for b, t in ctx.medians(fns, 5).items():
@@ -207,16 +207,34 @@ def sec_kernel(ctx: Ctx) -> None:
             return
         X = uniform(nb, 3, dtype, ctx.device, seed=0)
         v = normal((nb, 1), dtype, ctx.device, seed=1)
-        op = rbf().linop(X, backend=backend)
+        op = rbf(ctx.device).linop(X, backend=backend)
         ctx.peak_reset()
         t, _ = ctx.timed(lambda: op @ v)
         ctx.big_product[dtype] = t
         big_rows.append([backend, name_of(dtype), nb, t, nb * nb / t / 1e9, ctx.peak_mb(),
                          nb * nb * X.element_size() / 1e9])  # fmt: skip
 
+    tile_rows: list[list] = []
+
+    def tiles(dtype: torch.dtype) -> None:  # the chunked default tile, by measurement
+        m = ctx.size("free")
+        X = uniform(m, 3, dtype, ctx.device, seed=0)
+        v = normal((m, 1), dtype, ctx.device, seed=1)
+        exp = exp_rate(ctx, dtype)
+        shapes = [(512, 1024), (2048, 4096), (4096, 8192), (8192, 8192), None]
+        ops = {str(t or "default"): rbf(ctx.device).linop(X, backend="chunked", tile=t)
+               for t in shapes}  # fmt: skip
+        fns = {name: (lambda op=op: op @ v) for name, op in ops.items()}
+        for name, t in ctx.medians(fns, 3).items():
+            tile_rows.append([name, name_of(dtype), m, 1e3 * t, m * m / t / 1e9,
+                              m * m / t / exp])  # fmt: skip
+
     with torch.no_grad():
         for dtype in DTYPES:
             ctx.part(f"throughput {name_of(dtype)}", lambda dtype=dtype: throughput(dtype))
+        if ctx.cuda:
+            for dtype in DTYPES:
+                ctx.part(f"tiles {name_of(dtype)}", lambda dtype=dtype: tiles(dtype))
         for dtype in DTYPES:
             ctx.part(f"full product {name_of(dtype)}", lambda dtype=dtype: full_product(dtype))
     ctx.table(
@@ -226,6 +244,11 @@ def sec_kernel(ctx: Ctx) -> None:
          "dense build s"],
         rows, ["dense: the product with the cached matrix (no exp); build = first call − product"],
     )  # fmt: skip
+    if tile_rows:
+        ctx.table(
+            "Chunked RBF product by tile (rows, cols), d = 3, 1 RHS",
+            ["tile", "dtype", "n", "ms/product", "G entries/s", "÷ exp bound"], tile_rows,
+        )  # fmt: skip
     ctx.table(
         f"One full kernel product K(X, X) @ v at n = {nb} (matrix-free, one call)",
         ["backend", "dtype", "n", "seconds", "G entries/s", mem_label(ctx), "n×n would need GB"],
@@ -241,7 +264,8 @@ def sec_itergp(ctx: Ctx) -> None:
     def one(dtype: torch.dtype) -> None:
         rate = ctx.rates.get((backend, dtype))
         if rate is None and not (ctx.quick and dtype == F64 and backend == "keops"):  # probe
-            op = rbf().linop(uniform(n // 10, 3, dtype, ctx.device, seed=0), backend=backend)
+            Xp = uniform(n // 10, 3, dtype, ctx.device, seed=0)
+            op = rbf(ctx.device).linop(Xp, backend=backend)
             v = torch.ones(n // 10, 1, dtype=dtype, device=ctx.device)
             with torch.no_grad():
                 rate = (n // 10) ** 2 / min(ctx.timed(lambda: op @ v)[0] for _ in range(2))
@@ -254,7 +278,7 @@ def sec_itergp(ctx: Ctx) -> None:
             return
         X = uniform(n, 3, dtype, ctx.device, seed=0)
         y = normal((n,), dtype, ctx.device, seed=1)
-        gp = pn.gp.IterGP(rbf(), NOISE, pn.policies.CG(), pn.stopping.MaxIterations(m),
+        gp = pn.gp.IterGP(rbf(ctx.device), NOISE, pn.policies.CG(), pn.stopping.MaxIterations(m),
                           backend=backend)  # fmt: skip
         ctx.peak_reset()
         t_fit, _ = ctx.timed(lambda: gp.fit(X, y))
@@ -287,7 +311,7 @@ def sec_qsgp(ctx: Ctx) -> None:
         y = torch.sin(X[:, 0]) + 0.1 * normal((n,), dtype, ctx.device, seed=1)
 
         q = pn.gp.QSGP(
-            pn.kernels.RBF(lengthscale=2.0), pn.likelihoods.Gaussian(0.1), m,
+            pn.kernels.RBF(lengthscale=2.0).to(ctx.device), pn.likelihoods.Gaussian(0.1), m,
             covariance="chevron", rank=20, batch_size=100, feature_batch_size=500,
             control_variate_rank=100, generator=torch.Generator().manual_seed(1),
         )  # fmt: skip
@@ -323,7 +347,8 @@ def sec_sgld(ctx: Ctx) -> None:
     ds = pn.datasets.load_uci("protein", split=0)
     idx = torch.randperm(ds.X_train.shape[0], generator=torch.Generator().manual_seed(0))[:n]
     X, y = ds.X_train[idx].double().to(ctx.device), ds.y_train[idx].double().to(ctx.device)
-    params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
+    kern = pn.kernels.RBF(lengthscale=1.0).to(ctx.device)
+    params = LogHyperparameters(kern, 0.1, parametrization="log_tau")
     cfg = ChainConfig(iterations=T, alpha=n**0.5, beta=1.0, step_start=5e-2, step_end=5e-6,
                       subset=min(1000, n), backend="dense", checkpoint_every=T)  # fmt: skip
     ctx.peak_reset()

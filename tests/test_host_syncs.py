@@ -28,7 +28,9 @@ SETUP = 30
 def _system(n: int, dtype: torch.dtype = F64, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     X = torch.rand(n, 2, generator=g, dtype=dtype)
-    k = pn.kernels.RBF(lengthscale=0.3)
+    # on X's device: a kernel left on the CPU copies its hyperparameters to X's device
+    # at every product, one host sync each (docs/gpus.md)
+    k = pn.kernels.RBF(lengthscale=0.3).to(X.device)
     A = (k(X, X) + 1e-2 * torch.eye(n, dtype=dtype)).detach()
     b = torch.randn(n, generator=g, dtype=dtype)
     return k, X, A, b

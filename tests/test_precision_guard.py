@@ -136,7 +136,7 @@ def _calls() -> dict[str, Callable[[], Any]]:
 
     def features():
         g = torch.Generator().manual_seed(0)
-        rff = pn.kernels.RandomFourierFeatures(k, 32, 2, generator=g, dtype=F32)
+        rff = pn.kernels.RandomFourierFeatures(k, 32, 2, generator=g, dtype=F32, device=X.device)
         return rff.features(X), rff.approx_kernel(X, Xs), rff.sample_prior(Xs, 2, generator=g)
 
     return {
@@ -253,7 +253,7 @@ def test_a_legacy_setting_stays_readable_inside_and_is_restored(legacy: str) -> 
         seen.append((torch.get_float32_matmul_precision(), m.allow_tf32, _states()))
         return K @ V
 
-    A = pn.linops.Closure(matmat, (60, 60), dtype=F32, is_symmetric=True)
+    A = pn.linops.Closure(matmat, (60, 60), dtype=F32, device=y.device, is_symmetric=True)
     try:
         torch.set_float32_matmul_precision(legacy)
         user = _states()

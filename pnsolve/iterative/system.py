@@ -120,7 +120,7 @@ class KernelSystem(LinearOperator):
         self.backend: str = backend
         self._op = None if backend == "dense" else KernelMatrix(self._kernel, X, backend=backend)
         self._K: torch.Tensor | None = None
-        self._tile = tile_shape(n, n, X.element_size())
+        self._tile = tile_shape(n, n, X.element_size(), device=X.device)
         self._entries = 0
         self._products = 0
 

@@ -102,6 +102,16 @@ class StationaryKernel(Kernel):
         os_ = _positive(outputscale, "outputscale")
         if os_.ndim != 0:
             raise ValueError(f"outputscale must be a scalar, got shape {tuple(os_.shape)}")
+        if ls.device != os_.device:  # one module, one device: a number joins the tensor's
+            if isinstance(lengthscale, torch.Tensor) and isinstance(outputscale, torch.Tensor):
+                raise ValueError(
+                    f"lengthscale is on device {ls.device} but outputscale on {os_.device}; "
+                    "give a kernel's hyperparameters on one device"
+                )
+            if isinstance(lengthscale, torch.Tensor):
+                os_ = os_.to(ls.device)
+            else:
+                ls = ls.to(os_.device)
         self.raw_lengthscale = nn.Parameter(inv_softplus(ls))
         self.raw_outputscale = nn.Parameter(inv_softplus(os_))
 

@@ -44,6 +44,12 @@ _TORCH_DIRS = tuple({str(Path(torch.__file__).parent), str(Path(torch.__file__).
 #: (``torch.normal`` takes no ``device=`` and is not a factory torch redirects)
 _RANDOM = frozenset({torch.rand, torch.randn, torch.randint, torch.randperm})
 
+#: Draws from tensor inputs with a ``generator=``: from test code whose inputs the mode
+#: moved to the device, drawn where the generator lives (same numbers), then moved back.
+_TENSOR_DRAWS: frozenset[Callable[..., Any]] = frozenset(
+    {torch.poisson, torch.multinomial, torch.bernoulli, torch.normal}
+)
+
 #: NumPy views of a tensor; from test code they read the tensor through the host.
 _HOST_VIEWS: frozenset[Callable[..., Any]] = frozenset(
     {torch.Tensor.numpy, torch.Tensor.__array__}  # type: ignore[arg-type]
@@ -177,6 +183,11 @@ class DeviceMode(_CallMode):
         if func in self._factories and kwargs.get("device") is None:
             redirect = self._redirects(_caller_file())
             out = self._create(func, args, kwargs) if redirect else func(*args, **kwargs)
+        elif func in _TENSOR_DRAWS and self._off_generator(args, kwargs):
+            g: torch.Generator = kwargs["generator"]
+            home = next(a.device for a in args if isinstance(a, torch.Tensor))
+            moved = [a.to(g.device) if isinstance(a, torch.Tensor) else a for a in args]
+            out = func(*moved, **kwargs).to(home)
         elif func in _HOST_VIEWS and self._redirects(_caller_file()):
             # test code reading a device tensor into NumPy: through the host, explicitly
             out = func(args[0].cpu(), *args[1:], **kwargs)
@@ -185,6 +196,17 @@ class DeviceMode(_CallMode):
         if not self.touched and isinstance(out, torch.Tensor) and self._on_device(out):
             self.touched = True
         return out
+
+    def _off_generator(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """A draw from test code with a generator on another device than its inputs."""
+        g = kwargs.get("generator")
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        return (
+            isinstance(g, torch.Generator)
+            and first is not None
+            and first.device.type != g.device.type
+            and self._redirects(_caller_file())
+        )
 
     def _create(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
         generator = kwargs.get("generator")

@@ -191,6 +191,7 @@ def test_numpy_data_changed_after_fit_do_not_reach_the_fit() -> None:
     X, y, Xs = _data()
     Xn, yn = X.numpy().copy(), y.numpy().copy()
     gp = _exact(pn.kernels.RBF(lengthscale=0.4)).fit(Xn, yn)
+    Xs = Xs.numpy()  # NumPy data make a CPU model: query it with NumPy too
     before = gp.posterior(Xs).mean
     Xn *= 0.5
     yn += 1.0

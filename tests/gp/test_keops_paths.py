@@ -33,11 +33,11 @@ def test_auto_picks_keops_for_large_matrices_on_cuda_only(monkeypatch: pytest.Mo
     # the rule itself (no CUDA needed): past the dense limit, KeOps on CUDA, chunked on CPU
     n = int((DENSE_LIMIT_BYTES / 8) ** 0.5) + 100
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    monkeypatch.setattr("pnsolve.kernels.backends.auto.keops_available", lambda: True)
+    monkeypatch.setattr("pnsolve.kernels.backends.auto.keops_runs_on", lambda device: True)
     assert choose_backend(n, n, F64, cuda) == "keops"
     assert choose_backend(n, n, F64, cpu) == "chunked"
     assert choose_backend(100, 100, F64, cuda) == "dense"
-    monkeypatch.setattr("pnsolve.kernels.backends.auto.keops_available", lambda: False)
+    monkeypatch.setattr("pnsolve.kernels.backends.auto.keops_runs_on", lambda device: False)
     assert choose_backend(n, n, F64, cuda) == "chunked"
 
 

@@ -58,7 +58,8 @@ def test_matches_hand_written_formula(kind, ard):
 def test_ard_dims_broadcasts_a_scalar():
     k = pn.kernels.RBF(lengthscale=0.5, ard_dims=4)
     assert k.ard_dims == 4 and k.lengthscale.shape == (4,)
-    torch.testing.assert_close(k.lengthscale, torch.full((4,), 0.5, dtype=torch.float64))
+    expected = torch.full((4,), 0.5, dtype=torch.float64).to(k.lengthscale.device)
+    torch.testing.assert_close(k.lengthscale, expected)
     with pytest.raises(ValueError, match="X1"):
         k(torch.zeros(3, 2))
     with pytest.raises(ValueError, match="ard_dims"):
@@ -82,15 +83,16 @@ def test_dtype_follows_input_and_grads_reach_parameters(kind):
 def test_softplus_parametrisation_is_positive_and_settable():
     k = pn.kernels.Matern(2.5, lengthscale=0.3, outputscale=2.0)
     assert isinstance(k.raw_lengthscale, torch.nn.Parameter)
-    torch.testing.assert_close(k.lengthscale, torch.tensor(0.3, dtype=torch.float64))
-    torch.testing.assert_close(k.outputscale, torch.tensor(2.0, dtype=torch.float64))
+    dev = k.lengthscale.device  # a kernel's parameters live where it was built (the CPU)
+    torch.testing.assert_close(k.lengthscale, torch.tensor(0.3, dtype=torch.float64).to(dev))
+    torch.testing.assert_close(k.outputscale, torch.tensor(2.0, dtype=torch.float64).to(dev))
     with torch.no_grad():
         k.raw_lengthscale.fill_(-30.0)  # any raw value maps to a positive lengthscale
     assert float(k.lengthscale.detach()) > 0
     k.lengthscale = 1.5
-    torch.testing.assert_close(k.lengthscale, torch.tensor(1.5, dtype=torch.float64))
-    k.outputscale = torch.tensor(0.25)
-    torch.testing.assert_close(k.outputscale, torch.tensor(0.25, dtype=torch.float64))
+    torch.testing.assert_close(k.lengthscale, torch.tensor(1.5, dtype=torch.float64).to(dev))
+    k.outputscale = torch.tensor(0.25)  # a tensor on any device is copied into the parameter
+    torch.testing.assert_close(k.outputscale, torch.tensor(0.25, dtype=torch.float64).to(dev))
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="lengthscale"):
             pn.kernels.RBF(lengthscale=bad)
@@ -151,3 +153,18 @@ def test_linop_returns_kernel_matrix():
     K = k.linop(X, backend="chunked")
     assert isinstance(K, pn.kernels.KernelMatrix) and K.backend == "chunked"
     assert K.shape == (7, 7) and K.is_symmetric and K.is_psd
+
+
+@pytest.mark.cpu_only(reason="places parameters on torch's lazy device, a second device")
+def test_a_number_hyperparameter_joins_the_tensor_ones_device():
+    pytest.importorskip("torch._lazy.ts_backend")
+    from pnsolve.testing.device import lazy_device
+
+    lazy = lazy_device()
+    ls = torch.tensor([0.5, 1.0], dtype=torch.float64).to(lazy)
+    k = pn.kernels.Matern(1.5, lengthscale=ls, outputscale=2.0)
+    assert {p.device.type for p in k.parameters()} == {"lazy"}
+    k = pn.kernels.RBF(lengthscale=0.3, outputscale=torch.tensor(2.0).to(lazy))
+    assert {p.device.type for p in k.parameters()} == {"lazy"}
+    with pytest.raises(ValueError, match="lengthscale is on device"):
+        pn.kernels.RBF(lengthscale=ls, outputscale=torch.tensor(2.0))

@@ -61,6 +61,22 @@ def test_a_root_reached_through_a_symlink_is_redirected(lazy: torch.device, tmp_
         assert namespace["make"]().device.type == "lazy"  # type: ignore[operator]
 
 
+def test_draws_from_device_inputs_with_a_cpu_generator(lazy: torch.device) -> None:
+    # torch.poisson / multinomial / bernoulli with a CPU generator on inputs the mode put
+    # on the device: drawn on the CPU (the same numbers), returned on the device
+    def draws(g: torch.Generator) -> list[torch.Tensor]:
+        rates = torch.full((6,), 3.0, dtype=torch.float64)
+        probs = torch.tensor([[0.2, 0.8], [0.5, 0.5]], dtype=torch.float64)
+        return [torch.poisson(rates, generator=g), torch.multinomial(probs, 1, generator=g),
+                torch.bernoulli(probs, generator=g)]  # fmt: skip
+
+    expected = draws(torch.Generator().manual_seed(5))
+    with DeviceMode(lazy, [HERE]):
+        got = draws(torch.Generator().manual_seed(5))
+    for a, b in zip(got, expected, strict=True):
+        assert a.device.type == "lazy" and torch.equal(a.cpu(), b)
+
+
 def test_draws_give_the_same_numbers_on_every_device(lazy: torch.device) -> None:
     g = torch.Generator().manual_seed(3)
     expected = torch.randn(5, generator=g, dtype=torch.float64)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from ..._core import random as rnd
+from .segments import segment_sum
 
 __all__ = ["BLOCKS", "BlockActions", "kmeans_blocks", "random_blocks"]
 
@@ -52,7 +53,7 @@ def kmeans_blocks(X: torch.Tensor, i: int, generator: torch.Generator) -> torch.
         centres = X[rnd.randperm(n, generator=generator, device=X.device)[:i]].clone()
         block_of = _assign(X, centres)
         for _ in range(KMEANS_ITERATIONS):
-            sums = torch.zeros_like(centres).index_add_(0, block_of, X)
+            sums = segment_sum(X, block_of, i, 0)
             counts = torch.bincount(block_of, minlength=i)
             centres = sums / counts.clamp_min(1).unsqueeze(1).to(X.dtype)
             block_of = _assign(X, centres)
@@ -109,13 +110,11 @@ class BlockActions:
 
     def t_matmul(self, values: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
         """``Sᵀ M`` for ``M`` of shape ``(n, k)``: shape ``(i, k)`` (differentiable)."""
-        out = M.new_zeros(self.num_actions, M.shape[1])
-        return out.index_add(0, self.block_of, values.unsqueeze(1) * M)
+        return segment_sum(values.unsqueeze(1) * M, self.block_of, self.num_actions, 0)
 
     def rmatmul(self, M: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """``M S`` for ``M`` of shape ``(t, n)``: shape ``(t, i)`` (differentiable)."""
-        out = M.new_zeros(M.shape[0], self.num_actions)
-        return out.index_add(1, self.block_of, M * values)
+        return segment_sum(M * values, self.block_of, self.num_actions, 1)
 
     def dense(self, values: torch.Tensor) -> torch.Tensor:
         """``S`` as a dense ``(n, i)`` tensor (differentiable in ``values``)."""
@@ -125,4 +124,4 @@ class BlockActions:
 
     def gram_diagonal(self, values: torch.Tensor) -> torch.Tensor:
         """``diag(SᵀS) = (‖s_j‖²)_j``, shape ``(i,)`` (``SᵀS`` is diagonal)."""
-        return values.new_zeros(self.num_actions).index_add(0, self.block_of, values * values)
+        return segment_sum(values * values, self.block_of, self.num_actions, 0)

@@ -20,13 +20,14 @@ import torch
 
 from ...kernels.backends.tiling import DEFAULT_MAX_MEMORY, dense_block, tile_shape
 from ...kernels.base import StationaryKernel
+from .segments import block_one_hot, by_matmul
 
 __all__ = ["block_kernel_product"]
 
 
-def _tile(n: int, itemsize: int) -> tuple[int, int]:
+def _tile(n: int, itemsize: int, device: torch.device) -> tuple[int, int]:
     # the backward keeps about four tile-sized temporaries (tile, gathered Ḡ, products)
-    return tile_shape(n, n, itemsize, max_memory=DEFAULT_MAX_MEMORY, num_buffers=4)
+    return tile_shape(n, n, itemsize, max_memory=DEFAULT_MAX_MEMORY, num_buffers=4, device=device)
 
 
 def block_kernel_product(
@@ -37,7 +38,7 @@ def block_kernel_product(
     Differentiable in ``values`` and in the kernel's parameters (not in ``X``).
     """
     params = [p for p in kernel.parameters() if p.requires_grad]
-    tile = _tile(X.shape[0], X.element_size())
+    tile = _tile(X.shape[0], X.element_size(), X.device)
     if torch.is_grad_enabled() and (values.requires_grad or params):
         return _BlockKernelProduct.apply(kernel, X, block_of, i, tile, values, *params)
     return _forward(kernel, X, values, block_of, i, tile)
@@ -54,6 +55,8 @@ def _forward(
     n = X.shape[0]
     tr, tc = tile
     out = torch.zeros(n, i, dtype=X.dtype, device=X.device)
+    # the same bits on every run: one-hot products off the CPU (see segments.py)
+    P = block_one_hot(block_of, i, X.dtype) if by_matmul(X.device) else None
     with torch.no_grad():
         X = X.detach()
         for r0 in range(0, n, tr):
@@ -62,7 +65,10 @@ def _forward(
             for c0 in range(0, n, tc):
                 c1 = min(n, c0 + tc)
                 K = dense_block(kernel, X[r0:r1], X[c0:c1], self_offset=r0 - c0)
-                acc.index_add_(1, block_of[c0:c1], K.mul_(values[c0:c1]))
+                if P is None:
+                    acc.index_add_(1, block_of[c0:c1], K.mul_(values[c0:c1]))
+                else:
+                    acc.addmm_(K.mul_(values[c0:c1]), P[c0:c1])
     return out
 
 

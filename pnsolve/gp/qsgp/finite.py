@@ -79,8 +79,9 @@ def checked_elbo(
         rate to lower.
     """
     named = [(name, g) for name, g in gradients.items() if g is not None]
-    flags = [torch.isfinite(g).all() for _, g in named]
     value = elbo.detach().reshape(1)
+    # a kernel kept on the CPU with data on a GPU has its gradients on the CPU
+    flags = [torch.isfinite(g).all().to(value.device) for _, g in named]
     read = torch.cat([value, torch.stack([torch.isfinite(value[0]), *flags]).to(value.dtype)])
     value_read, *ok = read.tolist()
     if all(ok):

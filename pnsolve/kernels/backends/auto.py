@@ -6,7 +6,7 @@ import logging
 
 import torch
 
-from .keops import keops_available
+from .keops_probe import keops_runs_on
 
 __all__ = ["DENSE_LIMIT_BYTES", "choose_backend"]
 
@@ -21,7 +21,9 @@ def choose_backend(n1: int, n2: int, dtype: torch.dtype, device: torch.device) -
 
     1. ``"dense"`` if ``n1 · n2 · itemsize ≤ 32 MiB`` (a stored matvec is ~20× faster
        than recomputing ``exp`` per entry, and forming it once is cheap);
-    2. ``"keops"`` on CUDA when pykeops imports;
+    2. ``"keops"`` on CUDA when pykeops imports and computes there (a child process
+       checks one formula first, once per device:
+       :func:`~pnsolve.kernels.backends.keops_probe.keops_runs_on`);
     3. ``"chunked"`` otherwise (on CPU the tiled torch backend was measured faster than
        KeOps).
 
@@ -30,8 +32,8 @@ def choose_backend(n1: int, n2: int, dtype: torch.dtype, device: torch.device) -
     nbytes = n1 * n2 * dtype.itemsize
     if nbytes <= DENSE_LIMIT_BYTES:
         choice, why = "dense", f"{nbytes / 2**20:.1f} MiB <= {DENSE_LIMIT_BYTES // 2**20} MiB"
-    elif device.type == "cuda" and keops_available():
-        choice, why = "keops", "CUDA device and pykeops importable"
+    elif device.type == "cuda" and keops_runs_on(device):
+        choice, why = "keops", "CUDA device where pykeops computes"
     else:
         choice, why = "chunked", f"{nbytes / 2**20:.0f} MiB matrix on {device.type}"
     logger.info("KernelMatrix(%d x %d, %s): backend=%r (%s)", n1, n2, dtype, choice, why)

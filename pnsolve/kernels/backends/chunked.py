@@ -58,7 +58,13 @@ class ChunkedBackend:
         nbuf = 2 if kernel.tile_needs_work else 1
         size = max(X1.shape[0], n2)
         self.tile = tile_shape(
-            size, size, X1.element_size(), tile=tile, max_memory=max_memory, num_buffers=nbuf
+            size,
+            size,
+            X1.element_size(),
+            tile=tile,
+            max_memory=max_memory,
+            num_buffers=nbuf,
+            device=X1.device,
         )
         #: Filled by each product: ``buffer_elements`` (largest tile buffer) and ``tiles``.
         self.stats: dict[str, int] = {}

@@ -13,7 +13,14 @@ import torch
 
 from ..base import StationaryKernel
 
-__all__ = ["DEFAULT_MAX_MEMORY", "DEFAULT_TILE", "dense_block", "tile_shape", "tiled_matmat"]
+__all__ = [
+    "DEFAULT_MAX_MEMORY",
+    "DEFAULT_TILE",
+    "DEFAULT_TILE_CUDA",
+    "dense_block",
+    "tile_shape",
+    "tiled_matmat",
+]
 
 #: Default cap on the tile workspace in bytes (256 MiB; actual use is far smaller by default).
 DEFAULT_MAX_MEMORY = 256 * 2**20
@@ -21,6 +28,11 @@ DEFAULT_MAX_MEMORY = 256 * 2**20
 #: 1.6–2.0 G entries/s (f32) on the 2-core reference machine for 1–16 right-hand sides,
 #: against 128–2048 row/column tiles (benchmarks/bench_kernel_matrix.py).
 DEFAULT_TILE = (512, 1024)
+#: Default tile on a CUDA device: each tile costs a handful of kernel launches (GEMM,
+#: ``exp``, ``addmm``), so the CPU's cache-sized tiles leave a GPU launch-bound (an H200
+#: ran 512 × 1024 tiles at 0.02 of its ``exp`` bound, benchmarks/bench_gpu.py); 4096 × 8192
+#: float32 entries are 128 MiB, inside :data:`DEFAULT_MAX_MEMORY`.
+DEFAULT_TILE_CUDA = (4096, 8192)
 
 
 def tile_shape(
@@ -31,14 +43,18 @@ def tile_shape(
     tile: tuple[int, int] | None = None,
     max_memory: int = DEFAULT_MAX_MEMORY,
     num_buffers: int = 1,
+    device: torch.device | None = None,
 ) -> tuple[int, int]:
     """Tile ``(rows, cols)`` whose ``num_buffers`` buffers fit in ``max_memory`` bytes.
 
-    Starts from ``tile`` (default :data:`DEFAULT_TILE`) clipped to ``(n1, n2)`` and halves
-    the larger side until ``num_buffers · rows · cols · itemsize ≤ max_memory``
-    (never below ``1 × 1``).
+    Starts from ``tile`` (default :data:`DEFAULT_TILE`, or :data:`DEFAULT_TILE_CUDA` when
+    ``device`` is a CUDA device) clipped to ``(n1, n2)`` and halves the larger side until
+    ``num_buffers · rows · cols · itemsize ≤ max_memory`` (never below ``1 × 1``).
     """
-    tr, tc = tile if tile is not None else DEFAULT_TILE
+    if tile is None:
+        cuda = device is not None and torch.device(device).type == "cuda"
+        tile = DEFAULT_TILE_CUDA if cuda else DEFAULT_TILE
+    tr, tc = tile
     tr, tc = max(1, min(tr, n1)), max(1, min(tc, n2))
     while num_buffers * tr * tc * itemsize > max_memory and tr * tc > 1:
         if tc >= tr:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import F64, gen
+from cagp_data import F64, gen
 
 import pnsolve as pn
 from pnsolve.testing import krylov_tol

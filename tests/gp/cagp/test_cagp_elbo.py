@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import F64, data, gen
+from cagp_data import F64, data, gen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,7 +191,7 @@ def test_the_fused_block_product_equals_the_dense_one_with_gradients(make, monke
     from pnsolve.gp.cagp.actions import BlockActions, random_blocks
     from pnsolve.gp.cagp.products import block_kernel_product
 
-    monkeypatch.setattr(products, "_tile", lambda n, itemsize: (64, 50))
+    monkeypatch.setattr(products, "_tile", lambda n, itemsize, device: (64, 50))
 
     X, _ = data(230)
     pattern = BlockActions(random_blocks(230, 11, gen(2), X.device), 11)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import F64, data, gen
+from cagp_data import F64, data, gen
 
 import pnsolve as pn
 

@@ -101,7 +101,7 @@ def test_more_bad_input_is_refused_by_name():
     q_np = _make().fit(X.numpy(), y.numpy(), steps=2, generator=g, freeze_hyperparameters=0)
     assert q_np.posterior(X[:3].numpy()).mean.shape == (3,)  # NumPy in, as the other models
     with pytest.raises(TypeError, match="chunk_entries"):
-        q_np.posterior(X[:3], chunk_entries=1.5)
+        q_np.posterior(X[:3].numpy(), chunk_entries=1.5)
     q = _make()
     q.fit(X, y, steps=2, generator=g)
     bad = X[:4].clone()

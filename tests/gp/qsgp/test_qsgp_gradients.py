@@ -43,7 +43,8 @@ def _exact_gradient(q, X, y) -> torch.Tensor:
 
 
 def _estimated_gradient(q, X, y, cv, generator) -> torch.Tensor:
-    draw = draw_indices(X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator)
+    draw = draw_indices(X.shape[0], q.m, q.cov.R, q.batch_size, q.feature_batch_size, generator,
+                        device=X.device)  # fmt: skip
     est = estimate(q.features, q.cov, q.mean_weights, torch.exp(q.log_noise), q.likelihood, X,
                    y, draw, cv, q.quadrature(X))  # fmt: skip
     est.elbo.backward()
