@@ -217,8 +217,11 @@ class DeviceMode(_CallMode):
         else:
             source = self.device
         if source.type != self.device.type:
-            # draw where the generator lives (same numbers on every device), then move
-            return func(*args, **{**kwargs, "device": source}).to(self.device)
+            # draw where the generator lives (same numbers on every device), then move;
+            # a leaf asked for (requires_grad=True) stays a leaf on the device
+            grad = bool(kwargs.get("requires_grad", False))
+            out = func(*args, **{**kwargs, "device": source, "requires_grad": False})
+            return out.to(self.device).requires_grad_(grad)
         return func(*args, **{**kwargs, "device": self.device})
 
 

@@ -88,6 +88,9 @@ def test_draws_give_the_same_numbers_on_every_device(lazy: torch.device) -> None
         y = torch.rand(4)
     assert x.device.type == "lazy" and y.device.type == "lazy"
     assert torch.equal(x.cpu(), expected) and torch.equal(y.cpu(), expected_global)
+    with DeviceMode(lazy, [HERE]):  # a leaf asked for stays a leaf (gradients reach it)
+        leaf = torch.randn(3, generator=g.manual_seed(3), dtype=torch.float64, requires_grad=True)
+    assert leaf.device.type == "lazy" and leaf.is_leaf and leaf.requires_grad
 
 
 def test_numpy_views_go_through_the_host(lazy: torch.device) -> None:
