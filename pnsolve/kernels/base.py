@@ -166,6 +166,24 @@ class StationaryKernel(Kernel):
         ``work`` is a scratch tensor of the same shape when :attr:`tile_needs_work`.
         """
 
+    #: Whether :meth:`profile_slope_` has a closed form (finite at ``r² = 0``).
+    has_profile_slope: bool = False
+
+    def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | float]:
+        """``(κ(r²), dκ/dr²)`` on a tile of scaled squared distances, without autograd.
+
+        May overwrite ``r2`` (it is a scratch tile). The slope is a tensor, or a float
+        ``c`` meaning ``dκ/dr² = c · κ`` (nothing more is allocated). For backward passes
+        that contract the kernel's derivatives in closed form (CaGP's block product);
+        only where :attr:`has_profile_slope` is true.
+
+        Raises
+        ------
+        NotImplementedError
+            For kernels without a finite closed-form slope.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form profile slope")
+
     @abc.abstractmethod
     def keops_profile(self, d2: Any) -> Any:
         """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances."""

@@ -60,6 +60,8 @@ class Matern(StationaryKernel):
         # tiles hold s = c·r² so that sqrt(s) is √(2ν)·r directly (c = 1, 3, 5)
         self.tile_factor = 2.0 * self.nu
         self.tile_needs_work = self.nu != 0.5
+        # ν = 1/2 has dκ/dr² = −exp(−r)/(2r), unbounded at r = 0
+        self.has_profile_slope = self.nu != 0.5
 
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
         """Differentiable Matérn profile ``κ(r²)`` (see :meth:`StationaryKernel.profile`)."""
@@ -71,6 +73,21 @@ class Matern(StationaryKernel):
             return (1.0 + t) * torch.exp(-t)
         t = math.sqrt(5.0) * r
         return (1.0 + t + t * t / 3.0) * torch.exp(-t)
+
+    def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(κ, dκ/dr²)`` on a tile; ``r2`` is overwritten.
+
+        With ``t = √(2ν) r`` the slope is ``−(3/2) e^{−t}`` (ν = 3/2) and
+        ``−(5/6)(1 + t) e^{−t}`` (ν = 5/2); ν = 1/2 has none (unbounded at ``r = 0``).
+        """
+        if not self.has_profile_slope:
+            return super().profile_slope_(r2)
+        t = r2.mul_(2.0 * self.nu).sqrt_()
+        e = torch.exp(-t)
+        if self.nu == 1.5:
+            return t.add_(1.0).mul_(e), e.mul_(-1.5)
+        slope = torch.add(t, 1.0).mul_(e).mul_(-5.0 / 6.0)
+        return t.addcmul_(t, t, value=1.0 / 3.0).add_(1.0).mul_(e), slope
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
         """In-place Matérn profile on a tile (see :meth:`StationaryKernel.profile_`)."""

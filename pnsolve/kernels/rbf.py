@@ -41,6 +41,12 @@ class RBF(StationaryKernel):
         """Differentiable RBF profile ``exp(−r²/2)`` (see :meth:`StationaryKernel.profile`)."""
         return torch.exp(-0.5 * r2)
 
+    has_profile_slope = True
+
+    def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """``(exp(−r²/2), −1/2)``: the slope is ``−κ/2`` (``r2`` becomes ``κ``)."""
+        return r2.mul_(-0.5).exp_(), -0.5
+
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
         """In place ``s ← exp(s)`` on a tile holding ``−r²/2``."""
         return s.exp_()  # s = −r²/2

@@ -183,6 +183,8 @@ def test_the_keops_backend_equals_the_dense_one_with_gradients():
         lambda: pn.kernels.RBF(lengthscale=torch.tensor([0.3, 0.7], dtype=F64), outputscale=1.2),
         lambda: pn.kernels.Matern(nu=1.5, lengthscale=0.4),
         lambda: pn.kernels.Matern(nu=0.5, lengthscale=0.4),
+        lambda: pn.kernels.Matern(nu=2.5, lengthscale=torch.tensor([0.5, 0.2], dtype=F64)),
+        lambda: pn.kernels.RBF(lengthscale=0.3),
     ],
 )
 def test_the_fused_block_product_equals_the_dense_one_with_gradients(make, monkeypatch):
@@ -198,6 +200,8 @@ def test_the_fused_block_product_equals_the_dense_one_with_gradients(make, monke
     values = pattern.initial_values(F64, gen(3))
     W = torch.randn(230, 11, generator=gen(4), dtype=F64)
     results = []
+    nu = getattr(make(), "nu", None)
+    assert products._analytic(make()) == (nu != 0.5)  # closed-form tile gradients, or autograd
     for fused in (True, False):
         k = make()
         v = values.clone().requires_grad_(True)
