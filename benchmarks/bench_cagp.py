@@ -351,7 +351,7 @@ def part_uci(args) -> None:
     for name in args.datasets:
         res: dict[str, list[dict]] = {key: [] for key in MODELS}
         failures: dict[str, str] = {}
-        for split in range(args.splits):
+        for split in range(args.first_split, args.first_split + args.splits):
             for key, r in run_split(args, name, split, labels).items():
                 if isinstance(r, str):
                     failures[key] = r
@@ -571,6 +571,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=SETS)
     parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--first-split", type=int, default=0,
+                        help="the first of the --splits consecutive splits (to run splits "
+                        "in separate processes)")  # fmt: skip
     parser.add_argument("--max-train", type=int, default=1500)
     parser.add_argument("--max-test", type=int, default=2000)
     parser.add_argument("--actions", type=int, default=256, help="CaGP's i (capped by n)")
