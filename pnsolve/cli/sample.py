@@ -24,7 +24,7 @@ ESS_LIMIT = 100.0
 def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``sample`` subcommand (its options are part of the public contract)."""
     from ..gp.bayes import GRADIENTS, SAMPLERS, ChainConfig
-    from .fit import _add_data_arguments
+    from .fit_args import add_data_arguments
     from .main import add_backend_arguments, nonnegative_int, positive_float, positive_int
 
     defaults = ChainConfig()
@@ -41,7 +41,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
             "(chains × draws × parameters, log space) to --out."
         ),
     )
-    _add_data_arguments(sample)
+    add_data_arguments(sample)
     sample.add_argument("--sampler", choices=SAMPLERS, default="sgld", help="sampler")
     sample.add_argument(
         "--gradient",

@@ -74,7 +74,7 @@ class Matern(StationaryKernel):
         t = math.sqrt(5.0) * r
         return (1.0 + t + t * t / 3.0) * torch.exp(-t)
 
-    def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | float]:
         """``(κ, dκ/dr²)`` on a tile; ``r2`` is overwritten.
 
         With ``t = √(2ν) r`` the slope is ``−(3/2) e^{−t}`` (ν = 3/2) and

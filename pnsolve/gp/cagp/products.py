@@ -14,6 +14,7 @@ operator with the dense ``(n, i)`` actions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -146,7 +147,7 @@ def _analytic_backward(
     G: torch.Tensor,
     tile: tuple[int, int],
     grad_values: torch.Tensor | None,
-    want: list[torch.Tensor],
+    want: Sequence[torch.Tensor],
 ) -> list[torch.Tensor | None]:
     """The backward of ``K S`` by closed-form tile gradients; fills ``grad_values``.
 
