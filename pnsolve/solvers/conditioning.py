@@ -187,6 +187,11 @@ class Conditioner(GramSchmidt):
         """
         if S.ndim != 2 or S.shape != Z.shape or S.shape[1] == 0:
             raise ValueError(f"condition needs (n, m) blocks with m ≥ 1, got {tuple(S.shape)}")
+        # n conjugate directions span R^n: a further one can only be rounding noise (a
+        # GPU's rounding let CG actions past n on a singular matrix, rank 60 for n = 50)
+        room = S.shape[0] - self.V.view().shape[1]
+        if room <= 0:
+            return self._breakdown(r, 0, 0)
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
@@ -205,6 +210,8 @@ class Conditioner(GramSchmidt):
         products, matvecs = products + (1 if checked else 0), matvecs + checked
         if B is None:
             return self._breakdown(r, products, matvecs)
+        if B.shape[1] > room:  # keep the directions of largest curvature (eigh: ascending)
+            B = B[:, -room:]
         new, redone = self._trusted(block.combined(B), allow_products, iteration)
         products, matvecs = products + (1 if redone else 0), matvecs + redone
         if new is None:

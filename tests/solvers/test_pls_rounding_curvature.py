@@ -100,3 +100,25 @@ def test_negative_curvature_confirmed_by_a_fresh_product_still_raises():
     solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), MaxIterations(30))
     with pytest.raises(pn.NotPositiveDefiniteError, match=r"negative curvature.*confirmed"):
         solver.solve(A, b)
+
+
+def test_rounding_noise_never_takes_a_belief_past_rank_n():
+    """Products with rounding-level noise (as a GPU's differ from the CPU's) can hide the
+    breakdown on a singular matrix; the belief still stops at rank n. (Seed 3 with noise
+    of eps·max|A s| per entry ran 60 CG actions for n = 50 before the cap; an H200 did
+    the same on seed 2 without noise.)"""
+    p = rank_deficient_plus_jitter(
+        N, rank=RANK, jitter=SINGULAR_JITTER, generator=torch.Generator().manual_seed(3),
+        rhs="gaussian",
+    )  # fmt: skip
+    A, g = p.A.to_dense(), torch.Generator().manual_seed(99)
+
+    def noisy(V: torch.Tensor) -> torch.Tensor:
+        out = A @ V
+        return out + eps(F64) * out.abs().max() * torch.randn(out.shape, generator=g, dtype=F64)
+
+    op = pn.linops.Closure(noisy, (N, N), dtype=F64, device=A.device, is_symmetric=True)
+    solver = pn.ProbabilisticLinearSolver(pn.policies.CG(), MaxIterations(N + 10))
+    belief, info = solver.solve(op, p.b)
+    assert info.rank <= N and info.stop_reason is pn.StopReason.BREAKDOWN
+    assert bool(torch.isfinite(belief.mean).all())
