@@ -168,3 +168,26 @@ def test_a_number_hyperparameter_joins_the_tensor_ones_device():
     assert {p.device.type for p in k.parameters()} == {"lazy"}
     with pytest.raises(ValueError, match="lengthscale is on device"):
         pn.kernels.RBF(lengthscale=ls, outputscale=torch.tensor(2.0))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: pn.kernels.RBF(lengthscale=0.5), lambda: pn.kernels.Matern(1.5, lengthscale=0.5),
+     lambda: pn.kernels.Matern(2.5, lengthscale=0.5), lambda: pn.kernels.Matern(0.5)],
+)  # fmt: skip
+def test_the_closed_form_profile_slope_is_the_derivative(make):
+    k = make()
+    r2 = torch.linspace(0.0, 9.0, 37, dtype=torch.float64)
+    if not k.has_profile_slope:
+        with pytest.raises(NotImplementedError, match="slope"):
+            k.profile_slope_(r2.clone())
+        return
+    kappa, slope = k.profile_slope_(r2.clone())
+    slope = slope * kappa if isinstance(slope, float) else slope
+    x = r2.clone().requires_grad_(True)
+    value = k.profile(x)
+    (grad,) = torch.autograd.grad(value.sum(), x)
+    tol = exact_tol(torch.float64, 8)
+    torch.testing.assert_close(kappa, value.detach(), rtol=tol, atol=tol)
+    # the autograd derivative through √r² is not finite-safe at r² = 0: compare r² > 0
+    torch.testing.assert_close(slope[1:], grad[1:], rtol=tol, atol=tol)
