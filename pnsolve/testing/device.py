@@ -220,8 +220,11 @@ class DeviceMode(_CallMode):
             # draw where the generator lives (same numbers on every device), then move;
             # a leaf asked for (requires_grad=True) stays a leaf on the device
             grad = bool(kwargs.get("requires_grad", False))
-            out = func(*args, **{**kwargs, "device": source, "requires_grad": False})
-            return out.to(self.device).requires_grad_(grad)
+            kw = {**kwargs, "device": source}
+            if grad:
+                kw["requires_grad"] = False
+            out = func(*args, **kw).to(self.device)
+            return out.requires_grad_(True) if grad else out
         return func(*args, **{**kwargs, "device": self.device})
 
 

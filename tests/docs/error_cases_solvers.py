@@ -304,6 +304,16 @@ SOLVER_CASES: dict[str, Case] = {
         ValueError,
         'backend="keops" runs on CPU and CUDA',
     ),
+    "kernel-two-devices": Case(
+        "kernels",
+        "hyperparameter tensors on two devices",
+        lambda: pn.kernels.RBF(
+            lengthscale=torch.ones(2, dtype=torch.float64).to(lazy_device()),
+            outputscale=torch.tensor(1.0, dtype=torch.float64),
+        ),
+        ValueError,
+        "lengthscale is on device",
+    ),
     "kernel-complex": Case(
         "kernels",
         "complex inputs",
