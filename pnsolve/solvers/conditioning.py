@@ -187,8 +187,7 @@ class Conditioner(GramSchmidt):
         """
         if S.ndim != 2 or S.shape != Z.shape or S.shape[1] == 0:
             raise ValueError(f"condition needs (n, m) blocks with m ≥ 1, got {tuple(S.shape)}")
-        # n conjugate directions span R^n: a further one can only be rounding noise (a
-        # GPU's rounding let CG actions past n on a singular matrix, rank 60 for n = 50)
+        # n conjugate directions span R^n: more is rounding noise (an H200 reached 60 of 50)
         room = S.shape[0] - self.V.view().shape[1]
         if room <= 0:
             return self._breakdown(r, 0, 0)

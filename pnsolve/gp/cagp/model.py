@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,8 +14,6 @@ from ...kernels.base import StationaryKernel
 from ...linops.base import LinearOperator
 from ...linops.scaled_identity import ScaledIdentity
 from ...policies.base import Policy
-from ...solvers.solver import ProbabilisticLinearSolver
-from ...stopping.criteria import MaxIterations
 from .._checks import (
     check_backend,
     check_choice,
@@ -26,12 +23,14 @@ from .._checks import (
     check_stationary_kernel,
     check_targets,
 )
-from .._fitted import FitRecord, FittedModel
+from .._fitted import FittedModel
 from ..belief_posterior import exact_variance
 from ..fit_state import own_copy
 from ..posterior import GaussianPosterior
 from .actions import BLOCKS, BlockActions, kmeans_blocks, random_blocks
 from .elbo import CaGPFactors, computation_aware_elbo
+from .fit_state import CaGPFitState
+from .fixed_actions import dense_action_products, policy_actions
 from .products import block_kernel_product
 
 if TYPE_CHECKING:
@@ -46,26 +45,6 @@ DEFAULT_LR = 0.1
 
 #: Kernel entries per block of test rows in :meth:`CaGP.posterior` (memory cap).
 PREDICTION_ENTRIES = 2**22
-
-
-@dataclass(frozen=True)
-class CaGPFitState(FitRecord):
-    """What :meth:`CaGP.fit` left for prediction, and from what (never modified).
-
-    The fields of every model's ``FitRecord`` (``provenance``: data, kernel, noise,
-    mean and the actions; ``X``, ``y``, ``A = K̂`` matrix-free) and:
-
-    Attributes
-    ----------
-    factors
-        ``L = chol(SᵀK̂S)`` and ``v = (SᵀK̂S)⁻¹ Sᵀ(y − μ)`` in float64
-        (:class:`~pnsolve.gp.cagp.elbo.CaGPFactors`).
-    elbo
-        The ELBO at these hyperparameters and actions (a float).
-    """
-
-    factors: CaGPFactors
-    elbo: float
 
 
 class CaGP(FittedModel[CaGPFitState]):
@@ -226,20 +205,7 @@ class CaGP(FittedModel[CaGPFitState]):
         if i > n:
             raise ValueError(f"num_actions must be at most n = {n}, got {i}")
         if isinstance(self.actions, Policy):
-            solver = ProbabilisticLinearSolver(self.actions, MaxIterations(i))
-            columns, last = [], 0
-            with torch.no_grad():
-                for state in solver.iterate(self.system(X), y - self.mean, generator=generator):
-                    if state.action is not None and state.iteration > last:  # not a repeat
-                        columns.append(state.action.reshape(n, -1))
-                        last = state.iteration
-            S = torch.cat(columns, 1)[:, :i] if columns else X.new_zeros(n, 0)
-            if S.shape[1] < i:
-                raise ValueError(
-                    f"the policy {type(self.actions).__name__} stopped after {S.shape[1]} of "
-                    f"num_actions = {i} actions (the solve converged or broke down): ask "
-                    "for fewer actions"
-                )
+            S = policy_actions(self.actions, self.system(X), y - self.mean, i, generator)
             self.pattern, self.action_values = None, S
             return
         if self.blocks == "random":
@@ -258,12 +224,7 @@ class CaGP(FittedModel[CaGPFitState]):
         (differentiable in the kernel's parameters and in ``values``).
         """
         if self.pattern is None:  # dense (policy) actions
-            K = self.kernel.linop(X, backend=self.backend)
-            S = values
-            KS = K @ S
-            gram = S.mT @ S
-            log_det = torch.linalg.slogdet(gram.to(torch.float64))[1]
-            return KS, S.mT @ KS, S.mT @ y_centred, gram, log_det
+            return dense_action_products(self.kernel, X, self.backend, values, y_centred)
         pattern = self.pattern
         if self.backend in ("keops", "distributed"):  # their operators' own products
             KS = self.kernel.linop(X, backend=self.backend) @ pattern.dense(values)
