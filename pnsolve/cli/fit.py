@@ -91,7 +91,8 @@ def run_fit(args: argparse.Namespace) -> int:
         )
     from ..gp.training import TrainingConfig
 
-    config = config_from_arguments(TrainingConfig, args, epochs_budget=budget)
+    rate = {} if args.lr is not None else {"lr": TrainingConfig().lr}  # its own default
+    config = config_from_arguments(TrainingConfig, args, epochs_budget=budget, **rate)
     try:
         return _run(args, config)
     except KeyboardInterrupt:

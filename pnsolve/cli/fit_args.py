@@ -129,7 +129,14 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         help="--method mll: start each solve at the previous step's solutions, with fixed probes",
     )
     fit.add_argument("--steps", type=positive_int, default=100, help="Adam steps")
-    fit.add_argument("--lr", type=positive_float, default=0.1, help="Adam learning rate")
+    fit.add_argument(
+        "--lr",
+        type=positive_float,
+        default=None,
+        help="Adam learning rate (default: --method mll 0.1, the TrainingConfig default; "
+        "--method cagp 0.3 on the hyperparameters (pnsolve.gp.cagp.model.DEFAULT_LR), "
+        "the actions at 0.1)",
+    )
     fit.add_argument(
         "--epochs-budget",
         type=positive_float,

@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     model = _model(args, X, y, i, gen)
     resumed = _resumable_steps(args.checkpoint)
     model.fit(
-        X, y, steps=args.steps, lr=args.lr, generator=gen,
+        X, y, steps=args.steps, generator=gen, **({} if args.lr is None else {"lr": args.lr}),
         progress=not args.no_progress and lead, checkpoint=args.checkpoint, checkpoint_every=1,
     )  # fmt: skip
     train_s = time.perf_counter() - t0
@@ -114,7 +114,7 @@ def _model(args: argparse.Namespace, X: torch.Tensor, y: torch.Tensor, i: int, g
     if args.init == "heuristic":
         from ..gp.training import initial_hyperparameters
 
-        ls, outputscale, noise = initial_hyperparameters(X, y - mean, generator=gen, lr=args.lr)
+        ls, outputscale, noise = initial_hyperparameters(X, y - mean, generator=gen)
     else:
         ls = torch.ones(X.shape[1], dtype=X.dtype, device=X.device)
         outputscale, noise = 1.0, 1.0

@@ -81,7 +81,7 @@ def test_cagp_lines_are_the_models_own_numbers(tmp_path: Path, capsys):
     X, y = ds.X_train, ds.y_train
     kernel = pn.kernels.Matern(nu=1.5, lengthscale=torch.ones(3, dtype=X.dtype), outputscale=1.0)
     m = pn.gp.CaGP(kernel, 1.0, 16, blocks="kmeans", mean=float(y.mean()))
-    m.fit(X, y, steps=4, lr=0.1, generator=torch.Generator().manual_seed(0))
+    m.fit(X, y, steps=4, generator=torch.Generator().manual_seed(0))  # the model's rates
     post = m.posterior(ds.X_test)
     var = post.var + m.noise
     assert printed["test RMSE"] == pytest.approx(pn.metrics.rmse(post.mean, ds.y_test), abs=1e-4)

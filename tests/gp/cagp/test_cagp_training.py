@@ -64,7 +64,7 @@ def test_a_checkpoint_resumes_bit_for_bit_and_refuses_another_run(tmp_path):
     ]
     other = _model()
     with pytest.raises(
-        ValueError, match=r"belongs to another run: .*lr \(checkpoint: 0.1, this run: 0.05\)"
+        ValueError, match=r"belongs to another run: .*lr \(checkpoint: 0.3, this run: 0.05\)"
     ):
         other.fit(X, y, steps=12, lr=0.05, generator=gen(1), checkpoint=path)
     seed = _model()
