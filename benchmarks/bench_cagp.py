@@ -502,12 +502,12 @@ def gap_data(freq: float, n: int = 300, seed: int = 0) -> tuple[torch.Tensor, to
 
 def gap_models(X, y, grid, args) -> dict[str, tuple[torch.Tensor, torch.Tensor, float]]:
     """Latent mean, variance at ``grid`` and noise of CaGP (random and k-means blocks,
-    16 actions), SVGP (16 inducing points) and the exact GP, each trained from
+    16 actions, the default rates), SVGP (16 inducing points) and the exact GP, each trained from
     lengthscale 1 and noise 0.1."""
     out = {}
     for blocks in ("random", "kmeans"):
         m = pn.gp.CaGP(pn.kernels.RBF(lengthscale=1.0), NOISE0, 16, blocks=blocks)
-        m.fit(X, y, steps=args.figure_steps, lr=0.05, generator=torch.Generator().manual_seed(0))
+        m.fit(X, y, steps=args.figure_steps, generator=torch.Generator().manual_seed(0))
         post = m.posterior(grid)
         out[f"CaGP, {blocks} blocks"] = (post.mean, post.var, m.noise)
     model, lik = svgp_model(X, 16, seed=0)
@@ -540,7 +540,8 @@ def part_figure(args) -> None:
             rows.append([f"sin {freq}x", label, noise, float(sd[in_gap].mean()),
                          float(sd[on_data].mean())])  # fmt: skip
     print_table(
-        f"(d) 1-d data with a gap (i = m = 16; CaGP {args.figure_steps} Adam steps at 0.05, "
+        f"(d) 1-d data with a gap (i = m = 16; CaGP {args.figure_steps} Adam steps, default "
+        "rates; "
         f"SVGP {args.figure_svgp_steps} full-batch steps at 0.01): mean posterior sd of f",
         ["data", "model", "noise", "sd in gap [1.2, 1.8]", "sd on data [0, 1]"],
         rows,

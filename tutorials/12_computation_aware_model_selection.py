@@ -149,8 +149,9 @@ assert abs(tight - lml) <= 1e-6 * abs(lml)
 #
 # *elevators* (18 inputs, about 15 000 training rows, standardised on the training
 # split) subsampled to `n` rows; an ARD RBF kernel started at lengthscales 1, noise 0.1;
-# `fit` runs Adam on `−ELBO / n` over the kernel's parameters, the noise and the action
-# entries. `m.training.history` holds the ELBO before every step.
+# `fit` runs Adam on `−ELBO / n` over the kernel's parameters and the noise (rate 0.3)
+# and the action entries (rate 0.1), the defaults. `m.training.history` holds the ELBO
+# before every step.
 
 # %%
 n, n_test = (300, 300) if SMOKE else (1000, 1000)
@@ -172,7 +173,7 @@ def nll(mean: torch.Tensor, var: torch.Tensor) -> float:
 
 t0 = time.perf_counter()
 cagp = pn.gp.CaGP(pn.kernels.RBF(lengthscale=torch.ones(d, dtype=F64)), 0.1, i_uci)
-cagp.fit(X, y, steps=steps, lr=0.1, generator=gen(5))
+cagp.fit(X, y, steps=steps, generator=gen(5))  # the default rates: 0.3, actions 0.1
 t_cagp = time.perf_counter() - t0
 post = cagp.posterior(Xs)
 elbo_curve = [h["elbo"] / n for h in cagp.training.history]
@@ -266,7 +267,7 @@ for blocks in ("random", "kmeans"):
     m = pn.gp.CaGP(pn.kernels.RBF(lengthscale=torch.ones(d, dtype=F64)), 0.1, i_uci,
                    blocks=blocks)  # fmt: skip
     t0 = time.perf_counter()
-    m.fit(X, y, steps=steps, lr=0.1, generator=gen(5))
+    m.fit(X, y, steps=steps, generator=gen(5))
     p = m.posterior(Xs)
     results[blocks] = (m.elbo(X, y) / n, pn.metrics.rmse(p.mean, ys), nll(p.mean, p.var + m.noise),
                        time.perf_counter() - t0)  # fmt: skip

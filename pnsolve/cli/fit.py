@@ -91,8 +91,9 @@ def run_fit(args: argparse.Namespace) -> int:
         )
     from ..gp.training import TrainingConfig
 
-    rate = {} if args.lr is not None else {"lr": TrainingConfig().lr}  # its own default
-    config = config_from_arguments(TrainingConfig, args, epochs_budget=budget, **rate)
+    if args.lr is None:  # --lr's default is each method's own
+        args.lr = TrainingConfig().lr
+    config = config_from_arguments(TrainingConfig, args, epochs_budget=budget)
     try:
         return _run(args, config)
     except KeyboardInterrupt:
