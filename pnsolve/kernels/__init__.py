@@ -1,4 +1,4 @@
-"""Stationary kernels (RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, ARD), SKI and random Fourier features.
+"""Stationary kernels (RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, rational quadratic, ARD), SKI, RFF.
 
 ``k(X1, X2)`` returns the dense kernel matrix; ``k.linop(X1, X2)`` the matrix-free
 :class:`~pnsolve.kernels.KernelMatrix`. Conventions: ``r = ‖x − x'‖ / lengthscale``
@@ -13,6 +13,7 @@ from .kernel import Kernel
 from .kernel_matrix import KernelMatrix
 from .matern import Matern
 from .random_features import RandomFourierFeatures
+from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
 
 __all__ = [
@@ -22,5 +23,6 @@ __all__ = [
     "KernelMatrix",
     "Matern",
     "RandomFourierFeatures",
+    "RationalQuadratic",
     "StationaryKernel",
 ]

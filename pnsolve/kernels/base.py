@@ -185,8 +185,13 @@ class StationaryKernel(Kernel):
         raise NotImplementedError(f"{type(self).__name__} has no closed-form profile slope")
 
     @abc.abstractmethod
-    def keops_profile(self, d2: Any) -> Any:
-        """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances."""
+    def keops_profile(self, d2: Any, like: torch.Tensor | None = None) -> Any:
+        """``κ`` applied to a pykeops ``LazyTensor`` of scaled squared distances.
+
+        ``like`` is a tensor of the product's dtype and device (the scaled inputs), for
+        kernels whose profile has parameters of its own: they must enter the formula as
+        pykeops parameters, not as constants (a constant is compiled into the formula).
+        """
 
     def sample_spectral_base(
         self,
@@ -205,6 +210,14 @@ class StationaryKernel(Kernel):
         device, returned on ``device`` (:mod:`pnsolve._core.random`).
         """
         return self._spectral_draws((num_features, input_dim), generator, dtype, device)
+
+    def spectral_state(self) -> tuple[float, ...]:
+        """Values the spectral draws depend on besides the lengthscale (default none).
+
+        :class:`~pnsolve.kernels.RandomFourierFeatures` records them when it draws and
+        refuses to evaluate after they changed (e.g. the rational quadratic's ``α``).
+        """
+        return ()
 
     @abc.abstractmethod
     def _spectral_draws(

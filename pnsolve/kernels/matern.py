@@ -101,7 +101,7 @@ class Matern(StationaryKernel):
         # t ← 1 + t + t²/3 (elementwise aliasing of t with itself is exact)
         return t.addcmul_(t, t, value=1.0 / 3.0).add_(1.0).mul_(work)
 
-    def keops_profile(self, d2: Any) -> Any:
+    def keops_profile(self, d2: Any, like: torch.Tensor | None = None) -> Any:
         # r = d2 · rsqrt(d2): KeOps defines rsqrt(0) = 0, so r and its gradient are 0 at
         # r = 0 (``d2.sqrt()`` would give a NaN gradient for coincident points)
         """The Matérn profile as a pykeops formula."""

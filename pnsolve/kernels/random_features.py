@@ -97,6 +97,7 @@ class RandomFourierFeatures(nn.Module):
         )
         self.register_buffer("base_frequencies", eps)
         self.register_buffer("phases", phase)
+        self._drawn_at = kernel.spectral_state()
 
     def _check_X(self, X: object, name: str = "X") -> torch.Tensor:
         X = check_tensor(X, name)
@@ -117,6 +118,14 @@ class RandomFourierFeatures(nn.Module):
             Shape ``(n, d)``.
         """
         X = self._check_X(X)
+        now = self.kernel.spectral_state()
+        if now != self._drawn_at:
+            raise ValueError(
+                f"the {type(self.kernel).__name__} kernel's spectral parameters changed since "
+                f"these features were drawn ({self._drawn_at} -> {now}): its spectral density "
+                "depends on them, so draw new features (or keep them fixed while training "
+                "through features)"
+            )
         Z = self.kernel.scale_inputs(X)  # X / lengthscale, so ωᵀx = εᵀ(x / ℓ)
         eps = self.base_frequencies.to(X.dtype)
         proj = torch.addmm(self.phases.to(X.dtype), Z, eps.mT)

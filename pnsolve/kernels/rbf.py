@@ -51,8 +51,8 @@ class RBF(StationaryKernel):
         """In place ``s ← exp(s)`` on a tile holding ``−r²/2``."""
         return s.exp_()  # s = −r²/2
 
-    def keops_profile(self, d2: Any) -> Any:
-        """The RBF profile as a pykeops formula."""
+    def keops_profile(self, d2: Any, like: torch.Tensor | None = None) -> Any:
+        """The RBF profile as a pykeops formula (``like`` unused: no other parameters)."""
         return (-0.5 * d2).exp()
 
     def _spectral_draws(self, shape, generator, dtype, device) -> torch.Tensor:

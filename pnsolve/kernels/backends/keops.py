@@ -89,7 +89,7 @@ class KeOpsBackend:
         za = self.kernel.scale_inputs(A).contiguous()
         zb = self.kernel.scale_inputs(B).contiguous()
         d2 = LT(za[:, None, :]).sqdist(LT(zb[None, :, :]))
-        K = self.kernel.keops_profile(d2)
+        K = self.kernel.keops_profile(d2, like=za)
         try:
             out = K @ V.contiguous()
         except Exception as e:  # compile or runtime failure inside KeOps
