@@ -65,6 +65,7 @@ def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
     kernels = {
         "rbf-ard": lambda: pn.kernels.RBF(lengthscale=torch.tensor([0.3, 0.5, 0.8])),
         "matern32": lambda: pn.kernels.Matern(nu=1.5, lengthscale=0.4, outputscale=1.3),
+        "rq": lambda: pn.kernels.RationalQuadratic(lengthscale=0.4, alpha=0.7, outputscale=1.3),
     }
     for kname, make in kernels.items():
         for local in ("dense", "chunked"):
