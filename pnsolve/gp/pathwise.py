@@ -19,7 +19,7 @@ estimator (:class:`~pnsolve.gp.mll_estimators.PathwiseEstimator`), whose solves 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -28,7 +28,7 @@ from .._core import random as rnd
 from .._core.precision import attainable_rtol, full_float32
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
-from ..kernels.random_features import RandomFourierFeatures
+from ..kernels.random_features import RandomFourierFeatures, check_spectral_state
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
@@ -75,12 +75,19 @@ class PathwiseDraws:
         Prior-function weights ``w_f ~ N(0, I)``, shape ``(m, s)``: ``f_j = φᵀ w_f[:, j]``.
     noise_weights
         Standard-normal noise draws ``w ~ N(0, I)``, shape ``(n, s)``: ``ε_j = σ w_j``.
+    spectral_state
+        The kernel's :meth:`~pnsolve.kernels.StationaryKernel.spectral_state` at the draw
+        (float64 CPU tensor, empty for the RBF and Matérn): the features refuse a kernel
+        whose spectral parameters differ (e.g. a rational quadratic's ``α`` moved).
     """
 
     base_frequencies: torch.Tensor
     phases: torch.Tensor
     feature_weights: torch.Tensor
     noise_weights: torch.Tensor
+    spectral_state: torch.Tensor = field(
+        default_factory=lambda: torch.empty(0, dtype=torch.float64, device="cpu")
+    )
 
     @classmethod
     def draw(
@@ -115,7 +122,13 @@ class PathwiseDraws:
             )
             wf = rnd.randn((num_features, num_samples), generator=g, dtype=dtype, device=device)
             w = rnd.randn((X.shape[0], num_samples), generator=g, dtype=dtype, device=device)
-        return cls(rff.base_frequencies, rff.phases, wf, w)
+        state = torch.tensor(rff.drawn_spectral_state, dtype=torch.float64, device="cpu")
+        return cls(rff.base_frequencies, rff.phases, wf, w, state)
+
+    def check_kernel(self, kernel: StationaryKernel) -> None:
+        """Refuse a kernel whose spectral parameters differ from the draw's (by name)."""
+        if self.spectral_state.numel() or kernel.spectral_state():
+            check_spectral_state(kernel, tuple(self.spectral_state.tolist()))
 
     @property
     def num_samples(self) -> int:
@@ -130,6 +143,7 @@ class PathwiseDraws:
         base draws and the kernel's current hyperparameters; differentiable. ``X``
         (shape ``(n, d)``, the draws' dtype and device) is not checked here.
         """
+        self.check_kernel(kernel)
         proj = torch.addmm(self.phases, kernel.scale_inputs(X), self.base_frequencies.mT)
         scale = torch.sqrt(2.0 * kernel.outputscale_like(X) / self.base_frequencies.shape[0])
         return scale * torch.cos(proj)

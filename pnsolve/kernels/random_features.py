@@ -12,7 +12,7 @@ from .._core.precision import full_float32
 from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
 from .base import StationaryKernel
 
-__all__ = ["RandomFourierFeatures"]
+__all__ = ["RandomFourierFeatures", "check_spectral_state"]
 
 
 class RandomFourierFeatures(nn.Module):
@@ -97,7 +97,8 @@ class RandomFourierFeatures(nn.Module):
         )
         self.register_buffer("base_frequencies", eps)
         self.register_buffer("phases", phase)
-        self._drawn_at = kernel.spectral_state()
+        #: The kernel's :meth:`~pnsolve.kernels.StationaryKernel.spectral_state` at the draw.
+        self.drawn_spectral_state = kernel.spectral_state()
 
     def _check_X(self, X: object, name: str = "X") -> torch.Tensor:
         X = check_tensor(X, name)
@@ -118,14 +119,7 @@ class RandomFourierFeatures(nn.Module):
             Shape ``(n, d)``.
         """
         X = self._check_X(X)
-        now = self.kernel.spectral_state()
-        if now != self._drawn_at:
-            raise ValueError(
-                f"the {type(self.kernel).__name__} kernel's spectral parameters changed since "
-                f"these features were drawn ({self._drawn_at} -> {now}): its spectral density "
-                "depends on them, so draw new features (or keep them fixed while training "
-                "through features)"
-            )
+        check_spectral_state(self.kernel, self.drawn_spectral_state)
         Z = self.kernel.scale_inputs(X)  # X / lengthscale, so ωᵀx = εᵀ(x / ℓ)
         eps = self.base_frequencies.to(X.dtype)
         proj = torch.addmm(self.phases.to(X.dtype), Z, eps.mT)
@@ -190,3 +184,25 @@ class RandomFourierFeatures(nn.Module):
     def extra_repr(self) -> str:
         """Feature count and input dimension for the module's repr."""
         return f"num_features={self.num_features}, input_dim={self.input_dim}"
+
+
+def check_spectral_state(kernel: StationaryKernel, drawn_at: tuple[float, ...]) -> None:
+    """Refuse frozen spectral draws made under other spectral parameters than ``kernel``'s.
+
+    Frozen draws ``ε`` follow a hyperparameter step through ``ε / lengthscale``, but not a
+    change of a parameter that shapes the spectral density itself (the rational
+    quadratic's ``α``, :meth:`~pnsolve.kernels.StationaryKernel.spectral_state`).
+
+    Raises
+    ------
+    ValueError
+        Naming the kernel and both values, when they differ.
+    """
+    now = kernel.spectral_state()
+    if now != tuple(drawn_at):
+        raise ValueError(
+            f"the {type(kernel).__name__} kernel's spectral parameters changed since these "
+            f"random features were drawn ({tuple(drawn_at)} -> {now}): its spectral density "
+            "depends on them, so draw new features, or keep those parameters fixed "
+            "(requires_grad_(False)) while training through features"
+        )

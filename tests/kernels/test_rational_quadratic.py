@@ -231,3 +231,36 @@ def test_cagp_learns_alpha_through_its_block_product():
     history = [h["elbo"] for h in m.training.history]
     assert float(k.alpha.detach()) != pytest.approx(1.0, rel=1e-3)
     assert m.elbo(X, y) > history[0]
+
+
+def test_pathwise_draws_and_qsgp_feature_blocks_refuse_after_alpha_changed():
+    from pnsolve.gp.pathwise import PathwiseDraws
+    from pnsolve.gp.qsgp.features import FeatureBlocks
+
+    k = pn.kernels.RationalQuadratic(lengthscale=0.8, alpha=0.6)
+    X = _randn(12, 2)
+    draws = PathwiseDraws.draw(k, 32, 3, X, torch.Generator().manual_seed(0))
+    blocks = FeatureBlocks(
+        RandomFourierFeatures(k, 32, 2, generator=torch.Generator().manual_seed(1), dtype=F64)
+    )
+    with torch.no_grad():
+        draws.prior(k, X), blocks.block(X)
+        k.lengthscale = 0.4  # followed through ε / ℓ
+        draws.prior(k, X), blocks.block(X)
+        k.alpha = 1.5
+        for call in (lambda: draws.prior(k, X), lambda: blocks.block(X)):
+            with pytest.raises(ValueError, match="spectral parameters changed"):
+                call()
+
+
+def test_the_pathwise_estimators_state_keeps_the_spectral_state():
+    k = pn.kernels.RationalQuadratic(lengthscale=0.8, alpha=0.6)
+    X = _randn(12, 2)
+    est = pn.gp.PathwiseEstimator(4, 16, generator=torch.Generator().manual_seed(0))
+    est._draws = est._draw(k, X)  # what its first targets() call does
+    restored = pn.gp.PathwiseEstimator(4, 16, generator=torch.Generator().manual_seed(5))
+    restored.load_state_dict(est.state_dict())
+    assert restored._draws.spectral_state.tolist() == [pytest.approx(0.6, rel=1e-12)]
+    k.alpha = 0.9
+    with pytest.raises(ValueError, match="spectral parameters changed"):
+        restored.features(k, X)

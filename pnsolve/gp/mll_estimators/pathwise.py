@@ -126,8 +126,9 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             draws = None
         else:
             m, s = self.num_features, self.num_probes
+            spectral = state_dict.get("spectral_state")  # absent in files before 2026-11-29
             t = load_tensors(
-                state_dict,
+                {key: v for key, v in state_dict.items() if key != "spectral_state"},
                 {
                     "base_frequencies": (m, None),
                     "phases": (m,),
@@ -135,7 +136,11 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
                     "noise_weights": (None, s),
                 },
             )
-            draws = PathwiseDraws(**t)
+            draws = (
+                PathwiseDraws(**t)
+                if spectral is None
+                else PathwiseDraws(**t, spectral_state=spectral.detach().to("cpu", torch.float64))
+            )
         if "generator_state" in state_dict:
             self._generator.set_state(state_dict["generator_state"])
         self._draws = draws

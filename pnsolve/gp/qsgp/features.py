@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.random_features import RandomFourierFeatures
+from ...kernels.random_features import RandomFourierFeatures, check_spectral_state
 
 __all__ = ["FeatureBlocks"]
 
@@ -56,6 +56,7 @@ class FeatureBlocks:
             Use the hyperparameters of :meth:`freeze` (no gradient).
         """
         k = self.rff.kernel
+        check_spectral_state(k, self.rff.drawn_spectral_state)
         if frozen:
             basis = self.frozen_hyperparameters
             if basis is None:
