@@ -264,3 +264,8 @@ def test_the_pathwise_estimators_state_keeps_the_spectral_state():
     k.alpha = 0.9
     with pytest.raises(ValueError, match="spectral parameters changed"):
         restored.features(k, X)
+
+
+def test_log_hyperparameters_refuse_a_kernel_with_parameters_they_would_leave_out():
+    with pytest.raises(ValueError, match=r"RationalQuadratic also has \['raw_alpha'\]"):
+        pn.gp.bayes.LogHyperparameters(pn.kernels.RationalQuadratic(), 0.1)

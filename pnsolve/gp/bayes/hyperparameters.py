@@ -73,6 +73,16 @@ class LogHyperparameters:
         priors: LogPrior | Sequence[LogPrior] | None = None,
     ) -> None:
         kernel = check_stationary_kernel(kernel, "LogHyperparameters")
+        others = [
+            name
+            for name, _ in kernel.named_parameters()
+            if name not in ("raw_lengthscale", "raw_outputscale")
+        ]
+        if others:  # θ would leave them out: a posterior over part of the model, unsaid
+            raise ValueError(
+                f"LogHyperparameters covers the lengthscale, outputscale and noise, but "
+                f"{type(kernel).__name__} also has {others}; use an RBF or Matérn kernel"
+            )
         self.noise0 = check_noise(noise)
         if parametrization in _DEPRECATED_PARAMETRIZATIONS:
             new = _DEPRECATED_PARAMETRIZATIONS[parametrization]
