@@ -19,6 +19,16 @@ from error_catalogue_inputs import (
 import pnsolve as pn
 from pnsolve.testing.device import lazy_device
 
+
+def _features_after_alpha_moved() -> torch.Tensor:
+    k = pn.kernels.RationalQuadratic(lengthscale=0.8, alpha=0.6)
+    f = pn.kernels.RandomFourierFeatures(
+        k, 8, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+    )
+    k.alpha = 2.0
+    return f(torch.zeros(3, 2, dtype=torch.float64))
+
+
 SOLVER_CASES: dict[str, Case] = {
     # --- pn.cg
     "cg-shape": Case(
@@ -313,6 +323,20 @@ SOLVER_CASES: dict[str, Case] = {
         ),
         ValueError,
         "lengthscale is on device",
+    ),
+    "kernel-alpha": Case(
+        "kernels",
+        "a rational quadratic's alpha that is not positive",
+        lambda: pn.kernels.RationalQuadratic(alpha=-1.0),
+        ValueError,
+        "alpha must be positive and finite",
+    ),
+    "kernel-spectral-state": Case(
+        "kernels",
+        "random features used after the spectral density's own parameter moved",
+        lambda: _features_after_alpha_moved(),
+        ValueError,
+        "spectral parameters changed since these random features were drawn",
     ),
     "kernel-complex": Case(
         "kernels",
