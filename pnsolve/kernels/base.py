@@ -19,25 +19,12 @@ from .._core.validation import (
 )
 from ._distance import scaled_sqdist
 from .kernel import Kernel
+from .positive import inv_softplus, one_device, positive_value, softplus
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kernel_matrix import KernelMatrix
 
 __all__ = ["StationaryKernel", "inv_softplus", "softplus"]
-
-
-def softplus(x: torch.Tensor) -> torch.Tensor:
-    """``log(1 + eˣ)`` to rounding for every ``x`` (gradient ``sigmoid(x)``).
-
-    ``torch.nn.functional.softplus`` returns ``x`` itself above its threshold 20, an
-    error of ``log1p(e⁻ˣ) ≈ 2e-9`` there: visible in float64 hyperparameters.
-    """
-    return torch.logaddexp(x, torch.zeros_like(x))
-
-
-def inv_softplus(y: torch.Tensor) -> torch.Tensor:
-    """Inverse of ``softplus``: ``x = y + log(−expm1(−y))`` for ``y > 0``."""
-    return y + torch.log(-torch.expm1(-y))
 
 
 class StationaryKernel(Kernel):
@@ -90,7 +77,7 @@ class StationaryKernel(Kernel):
         ard_dims: int | None = None,
     ) -> None:
         super().__init__()
-        ls = _positive(lengthscale, "lengthscale")
+        ls = positive_value(lengthscale, "lengthscale")
         if ls.ndim > 1:
             raise ValueError(f"lengthscale must be a scalar or have shape (d,), got {ls.shape}")
         if ard_dims is not None:
@@ -99,19 +86,10 @@ class StationaryKernel(Kernel):
             if ls.ndim == 1 and ls.numel() != ard_dims:
                 raise ValueError(f"lengthscale has {ls.numel()} entries but ard_dims={ard_dims}")
             ls = ls.expand(ard_dims).clone() if ls.ndim == 0 else ls
-        os_ = _positive(outputscale, "outputscale")
+        os_ = positive_value(outputscale, "outputscale")
         if os_.ndim != 0:
             raise ValueError(f"outputscale must be a scalar, got shape {tuple(os_.shape)}")
-        if ls.device != os_.device:  # one module, one device: a number joins the tensor's
-            if isinstance(lengthscale, torch.Tensor) and isinstance(outputscale, torch.Tensor):
-                raise ValueError(
-                    f"lengthscale is on device {ls.device} but outputscale on {os_.device}; "
-                    "give a kernel's hyperparameters on one device"
-                )
-            if isinstance(lengthscale, torch.Tensor):
-                os_ = os_.to(ls.device)
-            else:
-                ls = ls.to(os_.device)
+        ls, os_ = one_device(lengthscale=(ls, lengthscale), outputscale=(os_, outputscale))
         self.raw_lengthscale = nn.Parameter(inv_softplus(ls))
         self.raw_outputscale = nn.Parameter(inv_softplus(os_))
 
@@ -140,7 +118,7 @@ class StationaryKernel(Kernel):
         return None if self.raw_lengthscale.ndim == 0 else self.raw_lengthscale.numel()
 
     def _set_raw(self, raw: nn.Parameter, value: float | torch.Tensor, name: str) -> None:
-        v = _positive(value, name).to(raw.dtype)
+        v = positive_value(value, name).to(raw.dtype)
         if v.shape != raw.shape and v.ndim != 0:
             raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
         with torch.no_grad():
@@ -385,19 +363,3 @@ class StationaryKernel(Kernel):
             ls = self.lengthscale
             ls_s = f"{float(ls):.4g}" if ls.ndim == 0 else str([round(float(v), 4) for v in ls])
             return f"lengthscale={ls_s}, outputscale={float(self.outputscale):.4g}"
-
-
-def _positive(value: float | torch.Tensor, name: str) -> torch.Tensor:
-    """``value`` as a float64 tensor (the storage dtype of hyperparameters), checked > 0."""
-    if isinstance(value, torch.Tensor):
-        if value.is_complex():
-            raise TypeError(f"{name} must be real, got {value.dtype}")
-        t = value.detach().to(torch.float64, copy=True)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        # a module parameter from a Python number: torch's default device, as in torch.nn
-        t = torch.tensor(float(value), dtype=torch.float64, device=torch.get_default_device())
-    else:
-        raise TypeError(f"{name} must be a float or a tensor, got {type(value).__name__}")
-    if not bool(torch.isfinite(t).all()) or not bool((t > 0).all()):
-        raise ValueError(f"{name} must be positive and finite, got {t.tolist()}")
-    return t

@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from .._core import random as rnd
-from .base import StationaryKernel, _positive, inv_softplus, softplus
+from .base import StationaryKernel
+from .positive import inv_softplus, one_device, positive_value, softplus
 
 __all__ = ["RationalQuadratic"]
 
@@ -57,22 +58,15 @@ class RationalQuadratic(StationaryKernel):
         ard_dims: int | None = None,
     ) -> None:
         super().__init__(lengthscale, outputscale, ard_dims=ard_dims)
-        a = _positive(alpha, "alpha")
+        a = positive_value(alpha, "alpha")
         if a.ndim != 0:
             raise ValueError(f"alpha must be a scalar, got shape {tuple(a.shape)}")
-        device = self.raw_lengthscale.device
-        if a.device != device:
-            if isinstance(alpha, torch.Tensor) and (
-                isinstance(lengthscale, torch.Tensor) or isinstance(outputscale, torch.Tensor)
-            ):
-                raise ValueError(
-                    f"alpha is on device {a.device} but the other hyperparameters on "
-                    f"{device}; give a kernel's hyperparameters on one device"
-                )
-            if isinstance(alpha, torch.Tensor):  # the numbers join the tensor's device
-                self.to(a.device)
-            else:
-                a = a.to(device)
+        ls, _, a = one_device(
+            lengthscale=(self.raw_lengthscale.detach(), lengthscale),
+            outputscale=(self.raw_outputscale.detach(), outputscale),
+            alpha=(a, alpha),
+        )
+        self.to(ls.device)  # where alpha alone came as a tensor, the numbers follow it
         self.raw_alpha = nn.Parameter(inv_softplus(a))
 
     @property

@@ -269,3 +269,17 @@ def test_the_pathwise_estimators_state_keeps_the_spectral_state():
 def test_log_hyperparameters_refuse_a_kernel_with_parameters_they_would_leave_out():
     with pytest.raises(ValueError, match=r"RationalQuadratic also has \['raw_alpha'\]"):
         pn.gp.bayes.LogHyperparameters(pn.kernels.RationalQuadratic(), 0.1)
+
+
+def test_alpha_joins_the_other_hyperparameters_device_or_is_refused():
+    from pnsolve.testing.device import lazy_device
+
+    lazy = lazy_device()
+    alone = pn.kernels.RationalQuadratic(alpha=torch.tensor(2.0, dtype=F64).to(lazy))
+    assert {p.device for p in alone.parameters()} == {torch.device(lazy)}
+    number = pn.kernels.RationalQuadratic(lengthscale=torch.tensor(1.0).to(lazy), alpha=2.0)
+    assert {p.device for p in number.parameters()} == {torch.device(lazy)}
+    with pytest.raises(ValueError, match=r"lengthscale is on device .* but alpha on cpu"):
+        pn.kernels.RationalQuadratic(
+            lengthscale=torch.tensor(1.0).to(lazy), alpha=torch.tensor(2.0)
+        )
