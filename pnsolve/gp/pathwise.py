@@ -28,7 +28,7 @@ from .._core import random as rnd
 from .._core.precision import attainable_rtol, full_float32
 from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
-from ..kernels.random_features import RandomFourierFeatures, check_spectral_state
+from ..kernels.random_features import RandomFourierFeatures, check_spectral_state, no_spectral_state
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
@@ -76,18 +76,14 @@ class PathwiseDraws:
     noise_weights
         Standard-normal noise draws ``w ~ N(0, I)``, shape ``(n, s)``: ``ε_j = σ w_j``.
     spectral_state
-        The kernel's :meth:`~pnsolve.kernels.StationaryKernel.spectral_state` at the draw
-        (float64 CPU tensor, empty for the RBF and Matérn): the features refuse a kernel
-        whose spectral parameters differ (e.g. a rational quadratic's ``α`` moved).
+        The kernel's ``spectral_state()`` at the draw (float64 CPU, empty for RBF, Matérn).
     """
 
     base_frequencies: torch.Tensor
     phases: torch.Tensor
     feature_weights: torch.Tensor
     noise_weights: torch.Tensor
-    spectral_state: torch.Tensor = field(
-        default_factory=lambda: torch.empty(0, dtype=torch.float64, device="cpu")
-    )
+    spectral_state: torch.Tensor = field(default_factory=no_spectral_state)
 
     @classmethod
     def draw(
@@ -125,11 +121,6 @@ class PathwiseDraws:
         state = torch.tensor(rff.drawn_spectral_state, dtype=torch.float64, device="cpu")
         return cls(rff.base_frequencies, rff.phases, wf, w, state)
 
-    def check_kernel(self, kernel: StationaryKernel) -> None:
-        """Refuse a kernel whose spectral parameters differ from the draw's (by name)."""
-        if self.spectral_state.numel() or kernel.spectral_state():
-            check_spectral_state(kernel, tuple(self.spectral_state.tolist()))
-
     @property
     def num_samples(self) -> int:
         """Number ``s`` of draws."""
@@ -143,7 +134,7 @@ class PathwiseDraws:
         base draws and the kernel's current hyperparameters; differentiable. ``X``
         (shape ``(n, d)``, the draws' dtype and device) is not checked here.
         """
-        self.check_kernel(kernel)
+        check_spectral_state(kernel, tuple(self.spectral_state.tolist()))  # CPU: no sync
         proj = torch.addmm(self.phases, kernel.scale_inputs(X), self.base_frequencies.mT)
         scale = torch.sqrt(2.0 * kernel.outputscale_like(X) / self.base_frequencies.shape[0])
         return scale * torch.cos(proj)

@@ -12,7 +12,7 @@ from .._core.precision import full_float32
 from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
 from .base import StationaryKernel
 
-__all__ = ["RandomFourierFeatures", "check_spectral_state"]
+__all__ = ["RandomFourierFeatures", "check_spectral_state", "no_spectral_state"]
 
 
 class RandomFourierFeatures(nn.Module):
@@ -206,3 +206,8 @@ def check_spectral_state(kernel: StationaryKernel, drawn_at: tuple[float, ...]) 
             "depends on them, so draw new features, or keep those parameters fixed "
             "(requires_grad_(False)) while training through features"
         )
+
+
+def no_spectral_state() -> torch.Tensor:
+    """An empty float64 CPU tensor: the stored spectral state of RBF and Matérn draws."""
+    return torch.empty(0, dtype=torch.float64, device="cpu")

@@ -38,15 +38,13 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_ACTION_LR", "DEFAULT_LR", "CaGP", "CaGPFitState"]
 
-#: Adam's default rate on the hyperparameters in :meth:`CaGP.fit`: of 0.1, 0.2 and 0.3
-#: (actions at 0.1), 200 steps at 0.3 reached the highest ELBO on all four UCI sets that
-#: are not in the benchmark's table (parkinsons, skillcraft, airfoil, concrete; up to
-#: 5 000 rows, split 0), a rate decaying from 0.3 a lower one; docs/cagp.md, "Training".
+#: Adam's default rate on the hyperparameters in :meth:`CaGP.fit`: the highest ELBO after
+#: 200 steps of 0.1, 0.2, 0.3 and 0.3 decaying, on four UCI sets outside the benchmark's
+#: table (``benchmarks/bench_cagp_rates.py``; docs/cagp.md, "Training").
 DEFAULT_LR = 0.3
 
-#: Adam's default rate on the learned actions' entries: the former default kept (with the
-#: hyperparameters at 0.1, 0.03 and 0.3 reached a lower ELBO than 0.1 on 5 000 rows of
-#: bike and elevators; not re-tuned on the table's sets).
+#: Adam's default rate on the learned actions' entries (the former default, kept: 0.03
+#: and 0.3 reached a lower ELBO on 5 000 rows of bike and elevators).
 DEFAULT_ACTION_LR = 0.1
 
 #: Kernel entries per block of test rows in :meth:`CaGP.posterior` (memory cap).
