@@ -1,28 +1,45 @@
-"""Stationary kernels (RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, rational quadratic, ARD), SKI, RFF.
+"""Kernels: the families, their algebra, SKI and random Fourier features.
 
-``k(X1, X2)`` returns the dense kernel matrix; ``k.linop(X1, X2)`` the matrix-free
-:class:`~pnsolve.kernels.KernelMatrix`. Conventions: ``r = ‖x − x'‖ / lengthscale``
-(per dimension for ARD), ``outputscale`` multiplies. :class:`GridInterpolation` (SKI)
-wraps a stationary kernel with cubic interpolation on a regular grid; every kernel
-follows the :class:`Kernel` protocol the GP models use.
+Stationary families (RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, rational quadratic, with ARD)
+and the others (periodic, cosine, linear, polynomial, constant, white noise, spectral
+mixture); ``k1 + k2``, ``k1 * k2`` and ``c * k`` combine them, and ``active_dims=``
+restricts any family to some input columns. ``k(X1, X2)`` returns the dense kernel
+matrix; ``k.linop(X1, X2)`` the matrix-free :class:`~pnsolve.kernels.KernelMatrix`,
+whose backends evaluate a whole expression in one pass. Conventions: ``r = ‖x − x'‖ /
+lengthscale`` (per dimension for ARD), ``outputscale`` multiplies.
+:class:`GridInterpolation` (SKI) wraps a stationary kernel with cubic interpolation on
+a regular grid; every kernel follows the :class:`Kernel` protocol the GP models use.
 """
 
 from .base import StationaryKernel
+from .composite import Product, Scale, Sum
+from .constant import Constant, White
 from .grid_interpolation import GridInterpolation
 from .kernel import Kernel
 from .kernel_matrix import KernelMatrix
+from .linear import Linear, Polynomial
 from .matern import Matern
+from .periodic import Cosine, Periodic
 from .random_features import RandomFourierFeatures
 from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
 
 __all__ = [
     "RBF",
+    "Constant",
+    "Cosine",
     "GridInterpolation",
     "Kernel",
     "KernelMatrix",
+    "Linear",
     "Matern",
+    "Periodic",
+    "Polynomial",
+    "Product",
     "RandomFourierFeatures",
     "RationalQuadratic",
+    "Scale",
     "StationaryKernel",
+    "Sum",
+    "White",
 ]

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
-from .._core.precision import full_float32
-from .._core.validation import (
-    check_finite,
-    check_real_dtype,
-    check_same_device,
-    check_same_dtype,
-    check_tensor,
-)
 from ._distance import scaled_sqdist
-from .kernel import Kernel
+from .active_dims import check_active_dims, minimum_dims, select_dims
+from .kernel import Kernel, TileOperands
 from .positive import inv_softplus, one_device, positive_value, softplus
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .kernel_matrix import KernelMatrix
 
 __all__ = ["StationaryKernel", "inv_softplus", "softplus"]
 
@@ -44,6 +34,9 @@ class StationaryKernel(Kernel):
         Positive float or 0-d tensor.
     ard_dims
         If given, a scalar ``lengthscale`` is broadcast to ``d = ard_dims`` dimensions.
+    active_dims
+        Input columns the kernel reads (default all); ARD lengthscales then have one
+        entry per active column.
 
     Notes
     -----
@@ -68,6 +61,7 @@ class StationaryKernel(Kernel):
     #: Whether ``κ(Σ_j r_j²) = Π_j κ(r_j²)`` (a product over dimensions, e.g. the RBF):
     #: then kernel matrices on regular grids are Kronecker products.
     separable: bool = False
+    matrix_free = True
 
     def __init__(
         self,
@@ -75,8 +69,11 @@ class StationaryKernel(Kernel):
         outputscale: float | torch.Tensor = 1.0,
         *,
         ard_dims: int | None = None,
+        active_dims: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
+        #: Input columns the kernel reads (``None``: all).
+        self.active_dims = check_active_dims(active_dims)
         ls = positive_value(lengthscale, "lengthscale")
         if ls.ndim > 1:
             raise ValueError(f"lengthscale must be a scalar or have shape (d,), got {ls.shape}")
@@ -92,6 +89,11 @@ class StationaryKernel(Kernel):
         ls, os_ = one_device(lengthscale=(ls, lengthscale), outputscale=(os_, outputscale))
         self.raw_lengthscale = nn.Parameter(inv_softplus(ls))
         self.raw_outputscale = nn.Parameter(inv_softplus(os_))
+        if self.active_dims is not None and ls.ndim == 1 and ls.numel() != len(self.active_dims):
+            raise ValueError(
+                f"lengthscale has {ls.numel()} entries but active_dims has "
+                f"{len(self.active_dims)} columns"
+            )
 
     # ----------------------------------------------------------- hyperparameters
     @property
@@ -126,7 +128,11 @@ class StationaryKernel(Kernel):
 
     # ------------------------------------------------------------ for backends
     def scale_inputs(self, X: torch.Tensor) -> torch.Tensor:
-        """``X / lengthscale`` in ``X``'s dtype/device (differentiable), shape ``(n, d)``."""
+        """``X[:, active_dims] / lengthscale`` in ``X``'s dtype/device (differentiable).
+
+        Shape ``(n, d_active)`` (``d_active = d`` without ``active_dims``).
+        """
+        X = select_dims(X, self.active_dims)
         return X / self.lengthscale.to(dtype=X.dtype, device=X.device)
 
     def outputscale_like(self, X: torch.Tensor) -> torch.Tensor:
@@ -182,11 +188,16 @@ class StationaryKernel(Kernel):
     ) -> torch.Tensor:
         """Frozen base frequencies ``ε`` of shape ``(num_features, input_dim)``.
 
+        With ``active_dims``, ``input_dim`` is the number of active columns whatever is
+        passed.
+
         The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
         Draws from the kernel's spectral density for unit lengthscale, through
         :meth:`_spectral_draws` (what a subclass implements): made on ``generator``'s
         device, returned on ``device`` (:mod:`pnsolve._core.random`).
         """
+        if self.active_dims is not None:
+            input_dim = len(self.active_dims)
         return self._spectral_draws((num_features, input_dim), generator, dtype, device)
 
     def spectral_state(self) -> tuple[float, ...]:
@@ -203,68 +214,20 @@ class StationaryKernel(Kernel):
     ) -> torch.Tensor:
         """Draws of shape ``shape`` from the spectral density for unit lengthscale."""
 
-    # ----------------------------------------------------------------- public
-    def check_inputs(
-        self, X1: object, X2: object | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Validate inputs: 2-D floating, finite, matching ``d``, dtype and device."""
-        X1 = self._check_one(X1, "X1")
-        if X2 is None:
-            return X1, None
-        X2 = self._check_one(X2, "X2")
-        if X2.shape[1] != X1.shape[1]:
-            raise ValueError(f"X2 has {X2.shape[1]} input dimensions but X1 has {X1.shape[1]}")
-        check_same_dtype(X2, X1.dtype, "X2", "X1")
-        check_same_device(X2, X1.device, "X2", "X1")
-        return X1, X2
-
-    def _check_one(self, X: object, name: str) -> torch.Tensor:
-        X = check_tensor(X, name)
-        if X.ndim != 2:
-            raise ValueError(f"{name} must have shape (n, d), got {tuple(X.shape)}")
-        check_real_dtype(X.dtype, name)
-        if not X.is_floating_point():
-            raise TypeError(f"{name} must have a floating dtype, got {X.dtype}")
+    # --------------------------------------------------------------- protocol
+    def input_dims(self) -> tuple[int | None, int]:
+        """``(ARD lengthscales if every column is read, 1 + largest active column)``."""
+        if self.active_dims is None:
+            return self.ard_dims, 0
         ard = self.ard_dims
-        if ard is not None and X.shape[1] != ard:
-            raise ValueError(
-                f"{name} has {X.shape[1]} input dimensions but the kernel has {ard} ARD "
-                "lengthscales"
-            )
-        return check_finite(X, name)
+        if ard is not None and ard != len(self.active_dims):  # pragma: no cover - guarded
+            raise ValueError("lengthscale and active_dims disagree")
+        return None, minimum_dims(self.active_dims)
 
-    @full_float32
-    def forward(self, X1: torch.Tensor, X2: torch.Tensor | None = None) -> torch.Tensor:
-        """Dense kernel matrix.
-
-        Parameters
-        ----------
-        X1
-            Shape ``(n1, d)``.
-        X2
-            Shape ``(n2, d)``; ``None`` means ``X1`` (then the diagonal distances are exact zeros).
-
-        Returns
-        -------
-        torch.Tensor
-            ``K(X1, X2)`` of shape ``(n1, n2)`` in ``X1``'s dtype and device.
-        """
-        X1, X2 = self.check_inputs(X1, X2)
-        return self._dense(X1, X2)
-
-    def _dense(
-        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None = None
+    def _dense_graph(
+        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
     ) -> torch.Tensor:
-        """Unvalidated dense block; ``X2=None`` means ``X1`` with exact-zero self distances.
-
-        Without autograd (grad mode off, or nothing requiring grad) the block is built in
-        place in one buffer (:func:`~pnsolve.linops._kernel_backends.tiling.dense_block`),
-        several times faster than the differentiable expression.
-        """
-        if self_index is None and not self._tracks_grad(X1, X2):
-            from .backends.tiling import dense_block
-
-            return dense_block(self, X1, X2)
+        """Differentiable ``outputscale · κ(r²)`` with exact-zero self distances."""
         Z1 = self.scale_inputs(X1)
         if X2 is None:
             Z2 = Z1
@@ -275,91 +238,69 @@ class StationaryKernel(Kernel):
         r2 = scaled_sqdist(Z1, Z2, self_index)
         return self.outputscale_like(X1) * self.profile(r2)
 
-    def _tracks_grad(self, X1: torch.Tensor, X2: torch.Tensor | None) -> bool:
-        """Whether a dense block must be differentiable."""
-        if not torch.is_grad_enabled():
-            return False
-        tensors = [X1, *self.parameters()] + ([] if X2 is None else [X2])
-        return any(t.requires_grad for t in tensors)
-
-    @full_float32
-    def diag(self, X: torch.Tensor) -> torch.Tensor:
+    def _diag(self, X: torch.Tensor) -> torch.Tensor:
         """``k(x_i, x_i) = outputscale`` for each row of ``X``; shape ``(n,)``."""
-        X, _ = self.check_inputs(X)
         return self.outputscale_like(X).expand(X.shape[0])
 
-    def linop(
-        self,
-        X1: torch.Tensor,
-        X2: torch.Tensor | None = None,
-        backend: str = "auto",
-        **opts: Any,
-    ) -> KernelMatrix:
-        """Matrix-free :class:`~pnsolve.kernels.KernelMatrix` (see there for ``opts``)."""
-        from .kernel_matrix import KernelMatrix
+    def _paired(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
+        """``outputscale · κ(‖x1_i − x2_i‖² / ℓ²)``, shape ``(m,)``."""
+        diff = self.scale_inputs(X1) - self.scale_inputs(X2)
+        return self.outputscale_like(X1) * self.profile((diff * diff).sum(-1))
 
-        return KernelMatrix(self, X1, X2, backend=backend, **opts)
+    @property
+    def tile_buffers(self) -> int:  # type: ignore[override]
+        """One scratch tile when :attr:`tile_needs_work`, else none."""
+        return 1 if self.tile_needs_work else 0
 
-    @full_float32
-    def bilinear_backward(
-        self,
-        X: torch.Tensor,
-        U: torch.Tensor,
-        W: torch.Tensor,
-        *,
-        rows: int,
-        row_range: tuple[int, int] | None = None,
-        reduce: Callable[[list[torch.Tensor]], None] | None = None,
-    ) -> None:
-        """Add ``∇ Σ_c U[:, c]ᵀ k(X, X) W[:, c]`` to the ``.grad`` of the leaves.
+    def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
+        """Augmented inputs: ``[−2c z, c‖z‖², c]`` (left), ``[z, 1, ‖z‖²]`` (right).
 
-        One differentiable row block ``k(X_R, X)`` at a time (built with autograd,
-        contracted with ``W``, differentiated and freed): memory ``O(rows · n)``, never
-        an ``n × n`` graph. ``X`` receives a gradient too if it requires one.
-
-        Parameters
-        ----------
-        X
-            Inputs, shape ``(n, d)``.
-        U, W
-            Detached blocks of shape ``(n, k)``.
-        rows
-            Rows per differentiable block (≥ 1).
-        row_range
-            Only the rows ``[start, stop)`` of the sum (default: all ``n``).
-        reduce
-            Called with the gradients (the kernel's parameters that require one, in
-            ``parameters()`` order, then ``X`` if it requires one) before they are
-            accumulated; it may change them in place (the ``"distributed"`` backend
-            sums the ranks' row ranges with it).
+        With ``z = x / ℓ`` and ``c`` = :attr:`tile_factor`, one GEMM of a left and a right
+        block gives the tile ``c · r²``.
         """
-        n = X.shape[0]
-        start, stop = (0, n) if row_range is None else row_range
-        U, W = U.detach(), W.detach()
-        inputs: list[torch.Tensor] = [p for p in self.parameters() if p.requires_grad]
-        if X.requires_grad:
-            inputs.append(X)
-        if not inputs:
-            return
-        grads = [torch.zeros_like(t) for t in inputs]
-        with torch.enable_grad():
-            for r0 in range(start, stop, rows):
-                r1 = min(stop, r0 + rows)
-                # self_index marks the diagonal entries as exact zero distances (their
-                # gradient is then exactly zero, as in the dense kernel matrix)
-                index = torch.arange(r0, r1, device=X.device)
-                K_block = self._dense(X[r0:r1], X, self_index=index)
-                part = (torch.mm(K_block, W) * U[r0:r1]).sum()
-                for acc, g in zip(grads, torch.autograd.grad(part, inputs, allow_unused=True)):
-                    if g is not None:
-                        acc += g
-        if reduce is not None:
-            reduce(grads)
-        torch.autograd.backward(inputs, grads)  # leaves accumulate; a non-leaf X passes it on
+        Z = self.scale_inputs(X)
+        sq = (Z * Z).sum(-1, keepdim=True)
+        one = torch.ones_like(sq)
+        if left:
+            c = self.tile_factor
+            return (torch.cat([(-2.0 * c) * Z, c * sq, c * one], dim=1),)
+        return (torch.cat([Z, one, sq], dim=1),)
+
+    def fill_tile_(
+        self,
+        s: torch.Tensor,
+        a: TileOperands,
+        b: TileOperands,
+        diag: int | None,
+        work: Sequence[torch.Tensor],
+    ) -> None:
+        """One GEMM into ``s``, exact-zero self distances, then :meth:`profile_` in place."""
+        torch.mm(a[0], b[0].mT, out=s)
+        if self.tile_factor > 0:  # sqrt-based profiles need s ≥ 0 exactly
+            s.clamp_min_(0.0)
+        # (for exp-based profiles, s = −r²/2 may exceed 0 by rounding, |s| ≲ eps·‖z‖²,
+        # the same relative error r² itself carries; skipping the clamp saves a pass)
+        if diag is not None:
+            s.diagonal(diag).zero_()
+        self.profile_(s, work[0] if self.tile_needs_work else None)
+
+    def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
+        """The output scale (see :meth:`outputscale_like`)."""
+        return self.outputscale_like(like)
+
+    def keops_formula(
+        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
+    ) -> Any:
+        """``κ`` of the scaled squared distance (KeOps computes self distances as zeros)."""
+        za = self.scale_inputs(A).contiguous()
+        zb = self.scale_inputs(B).contiguous()
+        d2 = LazyTensor(za[:, None, :]).sqdist(LazyTensor(zb[None, :, :]))
+        return self.keops_profile(d2, like=za)
 
     def extra_repr(self) -> str:
         """Hyperparameter values for the module's repr."""
         with torch.no_grad():
             ls = self.lengthscale
             ls_s = f"{float(ls):.4g}" if ls.ndim == 0 else str([round(float(v), 4) for v in ls])
-            return f"lengthscale={ls_s}, outputscale={float(self.outputscale):.4g}"
+            dims = "" if self.active_dims is None else f", active_dims={list(self.active_dims)}"
+            return f"lengthscale={ls_s}, outputscale={float(self.outputscale):.4g}{dims}"

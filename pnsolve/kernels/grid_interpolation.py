@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 import torch
@@ -299,13 +299,23 @@ class GridInterpolation(Kernel):
 
     @full_float32
     def bilinear_backward(
-        self, X: torch.Tensor, U: torch.Tensor, W: torch.Tensor, *, rows: int
+        self,
+        X: torch.Tensor,
+        U: torch.Tensor,
+        W: torch.Tensor,
+        *,
+        rows: int,
+        row_range: tuple[int, int] | None = None,
+        reduce: Callable[[list[torch.Tensor]], None] | None = None,
     ) -> None:
         """Add ``∇ Σ_c U[:, c]ᵀ W_X K_UU W_Xᵀ W[:, c]`` to the base kernel's ``.grad``.
 
         Through the grid: ``(W_Xᵀ U)ᵀ K_UU(θ) (W_Xᵀ W)``, one FFT product with autograd,
-        ``O(n 4ᵈ k + m log m k)``; ``rows`` is not needed.
+        ``O(n 4ᵈ k + m log m k)``; ``rows`` is not needed. ``row_range`` and ``reduce``
+        (row ranges over processes) are refused: SKI runs in one process.
         """
+        if row_range is not None or reduce is not None:
+            raise ValueError("GridInterpolation.bilinear_backward takes no row_range or reduce")
         if not any(p.requires_grad for p in self.base_kernel.parameters()):
             return  # nothing to differentiate: the inputs get no gradient through SKI
         grid = self.grid(X)

@@ -13,7 +13,7 @@ from .backends import (
     choose_backend,
 )
 from .backends.tiling import DEFAULT_MAX_MEMORY
-from .base import StationaryKernel
+from .kernel import Kernel
 
 __all__ = ["BACKENDS", "KernelMatrix"]
 
@@ -27,7 +27,8 @@ class KernelMatrix(LinearOperator):
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel` (``RBF``, ``Matern``). Its current
+        A matrix-free kernel (:attr:`~pnsolve.kernels.Kernel.matrix_free`): every family
+        in :mod:`pnsolve.kernels` and their sums, products and scalings. Its current
         hyperparameters are used at every product, and autograd reaches them.
     X1
         Inputs of shape ``(n1, d)``; they fix the operator's dtype and device.
@@ -63,7 +64,7 @@ class KernelMatrix(LinearOperator):
     Raises
     ------
     TypeError
-        If ``kernel`` is not a stationary kernel, or ``X1``/``X2`` are not floating tensors.
+        If ``kernel`` is not a matrix-free kernel, or ``X1``/``X2`` are not floating tensors.
     ValueError
         For a bad shape, NaN/Inf inputs, an unknown ``backend`` or a bad ``max_memory``/``tile``.
     ImportError
@@ -89,7 +90,7 @@ class KernelMatrix(LinearOperator):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X1: torch.Tensor,
         X2: torch.Tensor | None = None,
         backend: str = "auto",
@@ -98,9 +99,10 @@ class KernelMatrix(LinearOperator):
         tile: tuple[int, int] | None = None,
         local_backend: str = "auto",
     ) -> None:
-        if not isinstance(kernel, StationaryKernel):
+        if not isinstance(kernel, Kernel) or not kernel.matrix_free:
             raise TypeError(
-                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+                "kernel must be a matrix-free pnsolve.kernels.Kernel (a family of "
+                f"pnsolve.kernels or their sums and products), got {type(kernel).__name__}"
             )
         X1, X2 = kernel.check_inputs(X1, X2)
         if backend not in BACKENDS:
@@ -157,13 +159,11 @@ class KernelMatrix(LinearOperator):
         return self._impl.rmatmat(X)
 
     def _diagonal(self) -> torch.Tensor:
-        """``k(X1_i, X2_i)`` for ``i < min(n1, n2)``: ``outputscale`` when ``X2`` is ``X1``."""
-        scale = self.kernel.outputscale_like(self.X1)
+        """``k(X1_i, X2_i)`` for ``i < min(n1, n2)`` (self values when ``X2`` is ``X1``)."""
         if self.X2 is None:
-            return scale.expand(self.shape[0]).clone()
+            return self.kernel._diag(self.X1).clone()
         m = min(self.shape)
-        diff = self.kernel.scale_inputs(self.X1[:m]) - self.kernel.scale_inputs(self.X2[:m])
-        return scale * self.kernel.profile((diff * diff).sum(-1))
+        return self.kernel._paired(self.X1[:m], self.X2[:m])
 
     def _row_block(self, rows: torch.Tensor) -> torch.Tensor:
         """Dense rows ``K(X1[rows], X2)``; only those rows are formed."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -27,7 +28,7 @@ class Matern(StationaryKernel):
     ----------
     nu
         Smoothness, one of ``0.5, 1.5, 2.5``.
-    lengthscale, outputscale, ard_dims
+    lengthscale, outputscale, ard_dims, active_dims
         As for :class:`~pnsolve.kernels.StationaryKernel` (a float or a ``(d,)`` tensor for
         ARD; a float; broadcast a scalar lengthscale to ``ard_dims`` dimensions).
 
@@ -52,10 +53,11 @@ class Matern(StationaryKernel):
         outputscale: float | torch.Tensor = 1.0,
         *,
         ard_dims: int | None = None,
+        active_dims: Sequence[int] | None = None,
     ) -> None:
         if isinstance(nu, bool) or not isinstance(nu, int | float) or float(nu) not in _NUS:
             raise ValueError(f"nu must be one of {_NUS}, got {nu!r}")
-        super().__init__(lengthscale, outputscale, ard_dims=ard_dims)
+        super().__init__(lengthscale, outputscale, ard_dims=ard_dims, active_dims=active_dims)
         self.nu = float(nu)
         # tiles hold s = c·r² so that sqrt(s) is √(2ν)·r directly (c = 1, 3, 5)
         self.tile_factor = 2.0 * self.nu

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ class RationalQuadratic(StationaryKernel):
 
     Parameters
     ----------
-    lengthscale, outputscale, ard_dims
+    lengthscale, outputscale, ard_dims, active_dims
         As for :class:`~pnsolve.kernels.StationaryKernel` (a float or a ``(d,)`` tensor for
         ARD; a float; broadcast a scalar lengthscale to ``ard_dims`` dimensions).
     alpha
@@ -56,8 +57,9 @@ class RationalQuadratic(StationaryKernel):
         outputscale: float | torch.Tensor = 1.0,
         *,
         ard_dims: int | None = None,
+        active_dims: Sequence[int] | None = None,
     ) -> None:
-        super().__init__(lengthscale, outputscale, ard_dims=ard_dims)
+        super().__init__(lengthscale, outputscale, ard_dims=ard_dims, active_dims=active_dims)
         a = positive_value(alpha, "alpha")
         if a.ndim != 0:
             raise ValueError(f"alpha must be a scalar, got shape {tuple(a.shape)}")

@@ -17,7 +17,7 @@ class RBF(StationaryKernel):
 
     Parameters
     ----------
-    lengthscale, outputscale, ard_dims
+    lengthscale, outputscale, ard_dims, active_dims
         As for :class:`~pnsolve.kernels.StationaryKernel` (a float or a ``(d,)`` tensor for
         ARD; a float; broadcast a scalar lengthscale to ``ard_dims`` dimensions).
 

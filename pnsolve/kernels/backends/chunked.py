@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..base import StationaryKernel
+from ..kernel import Kernel
 from .tiling import DEFAULT_MAX_MEMORY, tile_shape, tiled_matmat
 
 __all__ = ["ChunkedBackend"]
@@ -26,7 +26,7 @@ class ChunkedBackend:
     Parameters
     ----------
     kernel
-        A stationary kernel.
+        A matrix-free kernel (:attr:`~pnsolve.kernels.Kernel.matrix_free`).
     X1, X2
         Inputs, ``X2 = None`` meaning ``X1`` (symmetric).
     max_memory
@@ -44,7 +44,7 @@ class ChunkedBackend:
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X1: torch.Tensor,
         X2: torch.Tensor | None,
         *,
@@ -55,7 +55,7 @@ class ChunkedBackend:
         self.kernel, self.X1, self.X2 = kernel, X1, X2
         self.self_offset = None if X2 is None else self_offset
         n2 = X1.shape[0] if X2 is None else X2.shape[0]
-        nbuf = 2 if kernel.tile_needs_work else 1
+        nbuf = 1 + kernel.tile_buffers
         size = max(X1.shape[0], n2)
         self.tile = tile_shape(
             size,
@@ -140,7 +140,7 @@ class _TiledKernelMatmul(torch.autograd.Function):
         need_params = [bool(n) for n in need[5:]]
         G = G.contiguous()
         grad_V = None
-        if need[4]:  # Kᵀ G: K(X2, X1) for a stationary kernel
+        if need[4]:  # Kᵀ G: K(X2, X1), every kernel being symmetric in its arguments
             back = None if offset is None else -offset
             with torch.no_grad():
                 grad_V = tiled_matmat(
@@ -158,7 +158,7 @@ class _TiledKernelMatmul(torch.autograd.Function):
 
 
 def _accumulate(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X1: torch.Tensor,
     X2: torch.Tensor | None,
     V: torch.Tensor,

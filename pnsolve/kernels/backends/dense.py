@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..._core.statefile import version_counter
-from ..base import StationaryKernel
+from ..kernel import Kernel
 from .tiling import dense_block
 from .vjp import recompute_vjp
 
@@ -24,7 +24,7 @@ class DenseBackend:
     Parameters
     ----------
     kernel
-        A stationary kernel.
+        A matrix-free kernel (:attr:`~pnsolve.kernels.Kernel.matrix_free`).
     X1, X2
         Inputs, ``X2 = None`` meaning ``X1`` (symmetric, exact-zero self distances).
     self_offset
@@ -36,7 +36,7 @@ class DenseBackend:
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X1: torch.Tensor,
         X2: torch.Tensor | None,
         *,

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 from torch.autograd.function import once_differentiable
 
-from ..base import StationaryKernel
+from ..kernel import Kernel
 from .auto import choose_backend
 from .chunked import ChunkedBackend
 from .collectives import all_reduce_, collective, partition, require_process_group
@@ -43,7 +43,7 @@ class DistributedBackend:
     Parameters
     ----------
     kernel
-        A stationary kernel (the same on every rank).
+        A matrix-free kernel (the same on every rank).
     X1, X2
         Inputs (the same on every rank), ``X2 = None`` meaning ``X1``.
     local
@@ -64,7 +64,7 @@ class DistributedBackend:
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X1: torch.Tensor,
         X2: torch.Tensor | None,
         *,
@@ -133,7 +133,7 @@ class _Block:
                 tile=owner._tile,
             )  # fmt: skip
         else:  # KeOps computes coincident points' distances as exact zeros itself
-            self.impl = KeOpsBackend(owner.kernel, rows, cols)
+            self.impl = KeOpsBackend(owner.kernel, rows, cols, self_offset=offset)
 
     @torch.no_grad()
     def product(self, V: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..base import StationaryKernel
+from ..kernel import Kernel
 from .vjp import recompute_vjp
 
 __all__ = ["KEOPS_DEVICES", "KeOpsBackend", "import_lazy_tensor", "keops_available"]
@@ -60,9 +60,13 @@ class KeOpsBackend:
     Parameters
     ----------
     kernel
-        A stationary kernel (uses its :meth:`~pnsolve.kernels.StationaryKernel.keops_profile`).
+        A matrix-free kernel (uses its :meth:`~pnsolve.kernels.Kernel.keops_formula`: a
+        sum or product of kernels is one formula).
     X1, X2
         Inputs, ``X2 = None`` meaning ``X1``.
+    self_offset
+        With ``X2`` given: ``X1`` is rows ``self_offset, …`` of ``X2`` (a row block of a
+        symmetric matrix, for a white-noise term).
 
     Raises
     ------
@@ -74,7 +78,14 @@ class KeOpsBackend:
 
     name = "keops"
 
-    def __init__(self, kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        X1: torch.Tensor,
+        X2: torch.Tensor | None,
+        *,
+        self_offset: int | None = None,
+    ) -> None:
         if X1.device.type not in KEOPS_DEVICES:
             # pykeops reads raw pointers: on another device it would crash the process
             raise ValueError(
@@ -83,13 +94,12 @@ class KeOpsBackend:
             )
         self._LazyTensor = import_lazy_tensor()
         self.kernel, self.X1, self.X2 = kernel, X1, X2
+        self.self_offset = 0 if X2 is None else self_offset
 
-    def _reduce(self, A: torch.Tensor, B: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        LT = self._LazyTensor
-        za = self.kernel.scale_inputs(A).contiguous()
-        zb = self.kernel.scale_inputs(B).contiguous()
-        d2 = LT(za[:, None, :]).sqdist(LT(zb[None, :, :]))
-        K = self.kernel.keops_profile(d2, like=za)
+    def _reduce(
+        self, A: torch.Tensor, B: torch.Tensor, V: torch.Tensor, offset: int | None
+    ) -> torch.Tensor:
+        K = self.kernel.keops_formula(self._LazyTensor, A, B, offset)
         try:
             out = K @ V.contiguous()
         except Exception as e:  # compile or runtime failure inside KeOps
@@ -97,21 +107,22 @@ class KeOpsBackend:
                 f'KernelMatrix backend="keops" failed to compile or run its formula: {e}. '
                 'Use backend="chunked" instead.'
             ) from e
-        return self.kernel.outputscale_like(A) * out
+        return self.kernel.tile_scale(A) * out
 
     def matmat(self, V: torch.Tensor) -> torch.Tensor:
         """``K(X1, X2) @ V`` for ``V`` of shape ``(n2, k)``."""
-        return self._reduce(self.X1, self.X1 if self.X2 is None else self.X2, V)
+        return self._reduce(self.X1, self.X1 if self.X2 is None else self.X2, V, self.self_offset)
 
     def rmatmat(self, V: torch.Tensor) -> torch.Tensor:
         """``K(X2, X1) @ V`` for ``V`` of shape ``(n1, k)``."""
-        return self._reduce(self.X1 if self.X2 is None else self.X2, self.X1, V)
+        back = None if self.self_offset is None else -self.self_offset
+        return self._reduce(self.X1 if self.X2 is None else self.X2, self.X1, V, back)
 
     def vjp(
         self, V: torch.Tensor, G: torch.Tensor, *, need_X1: bool, need_X2: bool
     ) -> tuple[torch.Tensor | None, torch.Tensor | None, list[torch.Tensor]]:
         """Gradients of ``Σ G ⊙ (K V)`` (see :func:`~.vjp.recompute_vjp`)."""
         return recompute_vjp(
-            lambda a, b, v: self._reduce(a, a if b is None else b, v), self.kernel, self.X1,
-            self.X2, V, G, need_X1=need_X1, need_X2=need_X2,
+            lambda a, b, v: self._reduce(a, a if b is None else b, v, self.self_offset),
+            self.kernel, self.X1, self.X2, V, G, need_X1=need_X1, need_X2=need_X2,
         )  # fmt: skip

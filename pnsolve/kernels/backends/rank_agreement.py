@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..base import StationaryKernel
+from ..kernel import Kernel
 from .collectives import collective
 
 __all__ = ["check_ranks_agree", "fingerprint", "ranks_agree_on"]
@@ -41,7 +41,7 @@ def fingerprint(t: torch.Tensor | None) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.int64, device="cpu")
 
 
-def _kernel_print(kernel: StationaryKernel) -> torch.Tensor:
+def _kernel_print(kernel: Kernel) -> torch.Tensor:
     """The kernel's class and settings (``repr``: e.g. ν) and its exact hyperparameters."""
     text = f"{type(kernel).__module__}.{type(kernel).__qualname__}:{kernel!r}"
     digest = _signed(hashlib.blake2b(text.encode(), digest_size=8).digest())
@@ -53,7 +53,7 @@ def _kernel_print(kernel: StationaryKernel) -> torch.Tensor:
     return torch.cat([head, fingerprint(vector)[1:]])
 
 
-def check_ranks_agree(kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
+def check_ranks_agree(kernel: Kernel, X1: torch.Tensor, X2: torch.Tensor | None) -> None:
     """Refuse, on every rank, inputs or a kernel that differ between ranks.
 
     Raises

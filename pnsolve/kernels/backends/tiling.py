@@ -1,17 +1,24 @@
 """Tiled, no-autograd kernel products ``K(X1, X2) @ V`` that never form ``K``.
 
-Each tile ``s = c · r²`` (``c`` = the kernel's ``tile_factor``) is one small GEMM of
-*augmented* inputs ``A = [−2c z1, c‖z1‖², c]`` and ``B = [z2, 1, ‖z2‖²]`` into a reused
-buffer, clamped at zero when ``c > 0`` (square-root profiles), turned into kernel values
-in place by the kernel's ``profile_`` and accumulated with ``addmm_``. Per entry: the
-GEMM write, one ``exp`` and the read in ``addmm_``; ``exp`` dominates.
+Each tile is filled in place in a reused buffer by the kernel's
+:meth:`~pnsolve.kernels.Kernel.fill_tile_` from per-point operands computed once per
+product (:meth:`~pnsolve.kernels.Kernel.tile_operands`) and accumulated with
+``addmm_``; the kernel's ``tile_scale`` multiplies the result once. A sum or product of
+kernels fills its parts into scratch tiles and combines them there: one pass over the
+tiles for the whole expression. For a stationary kernel the tile is one GEMM of
+*augmented* inputs ``A = [−2c z1, c‖z1‖², c]`` and ``B = [z2, 1, ‖z2‖²]`` (``A Bᵀ = c ·
+r²``), clamped at zero when ``c > 0`` (square-root profiles) and turned into kernel
+values by its ``profile_``. Per entry: the GEMM write, one ``exp`` and the read in
+``addmm_``; ``exp`` dominates.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from ..base import StationaryKernel
+from ..kernel import Kernel, rows_of
 
 __all__ = [
     "DEFAULT_MAX_MEMORY",
@@ -64,26 +71,22 @@ def tile_shape(
     return tr, tc
 
 
-def _augmented(
-    kernel: StationaryKernel, X1: torch.Tensor, X2: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``A`` of ``X1`` and ``B`` of ``X2`` (``X1`` if ``None``): ``A Bᵀ = c · r²``."""
-    return _augment(kernel, X1, left=True), _augment(kernel, X1 if X2 is None else X2, left=False)
+def _operands(kernel: Kernel, X1: torch.Tensor, X2: torch.Tensor | None) -> tuple[Any, Any]:
+    """Left operands of ``X1`` and right operands of ``X2`` (``X1`` if ``None``)."""
+    left = kernel.tile_operands(X1, left=True)
+    return left, kernel.tile_operands(X1 if X2 is None else X2, left=False)
 
 
-def _augment(kernel: StationaryKernel, X: torch.Tensor, left: bool) -> torch.Tensor:
-    Z = kernel.scale_inputs(X)
-    sq = (Z * Z).sum(-1, keepdim=True)
-    one = torch.ones_like(sq)
-    if left:
-        c = kernel.tile_factor
-        return torch.cat([(-2.0 * c) * Z, c * sq, c * one], dim=1)
-    return torch.cat([Z, one, sq], dim=1)
+def _self_diagonal(offset: int | None, r0: int, r1: int, c0: int, c1: int) -> int | None:
+    """Offset of the self pairs' diagonal inside tile ``[r0, r1) × [c0, c1)``, if it meets it."""
+    if offset is not None and r0 + offset < c1 and c0 < r1 + offset:
+        return r0 + offset - c0
+    return None
 
 
 @torch.no_grad()
 def tiled_matmat(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X1: torch.Tensor,
     X2: torch.Tensor | None,
     V: torch.Tensor,
@@ -97,7 +100,7 @@ def tiled_matmat(
     Parameters
     ----------
     kernel
-        A stationary kernel.
+        A matrix-free kernel (:attr:`~pnsolve.kernels.Kernel.matrix_free`).
     X1
         Shape ``(n1, d)``.
     X2
@@ -120,37 +123,31 @@ def tiled_matmat(
         Shape ``(n1, k)``.
     """
     offset = 0 if X2 is None else self_offset
-    A, B = _augmented(kernel, X1, X2)
-    n1, n2 = A.shape[0], B.shape[0]
+    A, B = _operands(kernel, X1, X2)
+    n1, n2 = X1.shape[0], (X1 if X2 is None else X2).shape[0]
     tr, tc = tile
     out = torch.zeros(n1, V.shape[1], dtype=V.dtype, device=V.device)
     size = min(tr, n1) * min(tc, n2)
     buf = torch.empty(size, dtype=X1.dtype, device=X1.device)
-    work = torch.empty_like(buf) if kernel.tile_needs_work else None
-    negative = kernel.tile_factor < 0
+    works = [torch.empty_like(buf) for _ in range(kernel.tile_buffers)]
     count = 0
     for r0 in range(0, n1, tr):
         r1 = min(n1, r0 + tr)
-        a = A[r0:r1]
+        a = rows_of(A, r0, r1)
         acc = out[r0:r1]
         for c0 in range(0, n2, tc):
             c1 = min(n2, c0 + tc)
             m = (r1 - r0) * (c1 - c0)
             s = buf[:m].view(r1 - r0, c1 - c0)
-            torch.mm(a, B[c0:c1].mT, out=s)
-            if not negative:  # sqrt-based profiles need s ≥ 0 exactly
-                s.clamp_min_(0.0)
-            # (for exp-based profiles, s = −r²/2 may exceed 0 by rounding, |s| ≲ eps·‖z‖²,
-            # the same relative error r² itself carries; skipping the clamp saves a pass)
-            if offset is not None and r0 + offset < c1 and c0 < r1 + offset:
-                s.diagonal(r0 + offset - c0).zero_()  # self entries (i, i + r0 + offset − c0)
-            kernel.profile_(s, None if work is None else work[:m].view(r1 - r0, c1 - c0))
+            work = [w[:m].view(r1 - r0, c1 - c0) for w in works]
+            diag = _self_diagonal(offset, r0, r1, c0, c1)
+            kernel.fill_tile_(s, a, rows_of(B, c0, c1), diag, work)
             acc.addmm_(s, V[c0:c1])
             count += 1
     if stats is not None:
         stats["buffer_elements"] = max(stats.get("buffer_elements", 0), size)
         stats["tiles"] = stats.get("tiles", 0) + count
-    return out.mul_(kernel.outputscale_like(X1))
+    return out.mul_(kernel.tile_scale(X1))
 
 
 #: Rows per in-place pass of :func:`dense_block` (keeps the scratch buffer small).
@@ -159,7 +156,7 @@ DENSE_ROW_CHUNK = 256
 
 @torch.no_grad()
 def dense_block(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X1: torch.Tensor,
     X2: torch.Tensor | None,
     *,
@@ -167,16 +164,16 @@ def dense_block(
 ) -> torch.Tensor:
     """Dense ``K(X1, X2)`` without autograd: one output buffer, evaluated in place.
 
-    Row blocks of the output are written by one GEMM of the augmented inputs and turned
-    into kernel values in place by the kernel's ``profile_`` while they are still in
-    cache; no ``(n1, n2)`` temporaries besides the result. For ``X2 = None`` only the
+    Row blocks of the output are filled in place by the kernel's ``fill_tile_`` while
+    they are still in cache; no ``(n1, n2)`` temporaries besides the result (and the
+    kernel's scratch rows). For ``X2 = None`` only the
     upper triangle is evaluated and mirrored, so ``K(X, X)`` is exactly symmetric with
     its diagonal exactly ``outputscale``.
 
     Parameters
     ----------
     kernel
-        A stationary kernel.
+        A matrix-free kernel.
     X1
         Shape ``(n1, d)``.
     X2
@@ -191,30 +188,24 @@ def dense_block(
         ``K(X1, X2)``, shape ``(n1, n2)``.
     """
     sym = X2 is None
-    A, B = _augmented(kernel, X1, X2)
-    n1, n2 = A.shape[0], B.shape[0]
+    A, B = _operands(kernel, X1, X2)
+    n1, n2 = X1.shape[0], (X1 if X2 is None else X2).shape[0]
     out = torch.empty(n1, n2, dtype=X1.dtype, device=X1.device)
     rows = max(1, min(n1, DENSE_ROW_CHUNK))
-    work = (
-        torch.empty(rows * n2, dtype=X1.dtype, device=X1.device) if kernel.tile_needs_work else None
-    )
-    negative = kernel.tile_factor < 0
+    works = [
+        torch.empty(rows * n2, dtype=X1.dtype, device=X1.device) for _ in range(kernel.tile_buffers)
+    ]
     for r0 in range(0, n1, rows):
         r1 = min(n1, r0 + rows)
         c0 = r0 if sym else 0  # symmetric: columns left of the block are mirrored below
         s = out[r0:r1, c0:]
-        torch.mm(A[r0:r1], B[c0:].mT, out=s)
-        if not negative:
-            s.clamp_min_(0.0)
-        if sym:
-            s.diagonal().zero_()
-        elif self_offset is not None:
-            s.diagonal(r0 + self_offset).zero_()
         shape = (r1 - r0, n2 - c0)
-        kernel.profile_(s, None if work is None else work[: shape[0] * shape[1]].view(shape))
+        work = [w[: shape[0] * shape[1]].view(shape) for w in works]
+        diag = 0 if sym else _self_diagonal(self_offset, r0, r1, 0, n2)
+        kernel.fill_tile_(s, rows_of(A, r0, r1), rows_of(B, c0, n2), diag, work)
         if sym:
             blk = out[r0:r1, r0:r1]
             lower = torch.ones(blk.shape, dtype=torch.bool, device=blk.device).tril(-1)
             blk.copy_(torch.where(lower, blk.mT, blk))  # mirror the upper triangle
             out[r0:r1, :r0].copy_(out[:r0, r0:r1].mT)
-    return out.mul_(kernel.outputscale_like(X1))
+    return out.mul_(kernel.tile_scale(X1))

@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 import torch
 
-from ..base import StationaryKernel
+from ..kernel import Kernel
 
 __all__ = ["recompute_vjp"]
 
 
 def recompute_vjp(
     product: Callable[[torch.Tensor, torch.Tensor | None, torch.Tensor], torch.Tensor],
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X1: torch.Tensor,
     X2: torch.Tensor | None,
     V: torch.Tensor,

@@ -1,0 +1,348 @@
+"""Kernel algebra: ``k1 + k2``, ``k1 * k2`` and ``c * k``, evaluated in one fused pass."""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from .kernel import Kernel, TileOperands
+
+__all__ = ["Product", "Scale", "Sum"]
+
+
+class _Composite(Kernel):
+    """Shared parts of :class:`Sum` and :class:`Product` (parts flattened, one module)."""
+
+    _symbol = ""
+
+    def __init__(self, *kernels: Kernel) -> None:
+        super().__init__()
+        parts: list[Kernel] = []
+        for k in kernels:
+            if not isinstance(k, Kernel):
+                raise TypeError(
+                    f"{type(self).__name__} combines pnsolve kernels, got {type(k).__name__}"
+                )
+            parts.extend(k.parts if isinstance(k, _Composite) and type(k) is type(self) else [k])
+        if len(parts) < 2:
+            raise ValueError(f"{type(self).__name__} needs at least two kernels")
+        self._modules_list = nn.ModuleList(parts)
+
+    @property
+    def parts(self) -> list[Kernel]:
+        """The kernels combined, in order (nested sums/products of the same kind flattened)."""
+        return cast(list[Kernel], list(self._modules_list))
+
+    @property
+    def matrix_free(self) -> bool:  # type: ignore[override]
+        """Whether every part is matrix-free."""
+        return all(k.matrix_free for k in self.parts)
+
+    def input_dims(self) -> tuple[int | None, int]:
+        """The strictest requirement of the parts (they must agree on an exact ``d``)."""
+        exact: int | None = None
+        minimum = 0
+        for k in self.parts:
+            e, m = k.input_dims()
+            if e is not None:
+                if exact is not None and e != exact:
+                    raise ValueError(
+                        f"the parts of this {type(self).__name__.lower()} have {exact} and {e} "
+                        "ARD lengthscales; give them active_dims or equal ARD sizes"
+                    )
+                exact = e
+            minimum = max(minimum, m)
+        return exact, minimum
+
+    def bind(self, X: torch.Tensor) -> Kernel:
+        """Each part bound to ``X`` (a new composite only if a part changed)."""
+        bound = [k.bind(X) for k in self.parts]
+        if all(b is k for b, k in zip(bound, self.parts)):
+            return self
+        return type(self)(*bound)
+
+    @property
+    def tile_buffers(self) -> int:  # type: ignore[override]
+        """The first part's scratch, and one more tile for each later part's values."""
+        parts = [k for k in self.parts if not k.tile_is_ones] or [self.parts[0]]
+        need = parts[0].tile_buffers
+        for k in parts[1:]:
+            need = max(need, 1 + k.tile_buffers)
+        return need
+
+    def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
+        """The parts' operands (nested)."""
+        return tuple(k.tile_operands(X, left) for k in self.parts)
+
+    def keops_formula(
+        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
+    ) -> Any:
+        """The parts' formulas combined into one formula (one compilation)."""
+        raise NotImplementedError  # pragma: no cover - both subclasses implement it
+
+    def extra_repr(self) -> str:
+        """Nothing: the parts print themselves."""
+        return ""
+
+    def __repr__(self) -> str:
+        return f"({f' {self._symbol} '.join(repr(k) for k in self.parts)})"
+
+
+class Sum(_Composite):
+    """``k(x, x') = Σ_p k_p(x, x')``; written ``k1 + k2``.
+
+    Parameters
+    ----------
+    *kernels
+        Two or more kernels (nested sums are flattened). Their parameters are the sum's
+        parameters (one module).
+
+    Notes
+    -----
+    On the ``"chunked"`` backend each tile is filled by the first part and the later
+    parts' values are added in a scratch tile: one pass over the tiles for the whole sum.
+    On ``"keops"`` the sum is one formula.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> k = pn.kernels.RBF(lengthscale=0.5) + pn.kernels.Matern(nu=1.5)
+    >>> k(torch.zeros(2, 1, dtype=torch.float64))
+    tensor([[2., 2.],
+            [2., 2.]], dtype=torch.float64, grad_fn=<AddBackward0>)
+    """
+
+    _symbol = "+"
+
+    def _dense_graph(
+        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
+    ) -> torch.Tensor:
+        return _reduce(operator.add, [k._dense(X1, X2, self_index) for k in self.parts])
+
+    def _diag(self, X: torch.Tensor) -> torch.Tensor:
+        return _reduce(operator.add, [k._diag(X) for k in self.parts])
+
+    def _paired(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
+        return _reduce(operator.add, [k._paired(X1, X2) for k in self.parts])
+
+    def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
+        """The parts' operands; the left side adds each later part's scale ratio (0-d)."""
+        ops = super().tile_operands(X, left)
+        if not left:
+            return ops
+        first = self.parts[0].tile_scale(X)
+        ratios = tuple((k.tile_scale(X) / first).detach() for k in self.parts[1:])
+        return (*ops, ratios)
+
+    def fill_tile_(
+        self,
+        s: torch.Tensor,
+        a: TileOperands,
+        b: TileOperands,
+        diag: int | None,
+        work: Sequence[torch.Tensor],
+    ) -> None:
+        """Part 0 into ``s``; each later part into ``work[0]``, added with its scale ratio."""
+        first, *rest = self.parts
+        ratios = a[-1]
+        first.fill_tile_(s, a[0], b[0], diag, work)
+        for j, k in enumerate(rest, start=1):
+            if k.tile_is_ones:
+                s.add_(ratios[j - 1])
+                continue
+            w = work[0]
+            k.fill_tile_(w, a[j], b[j], diag, work[1:])
+            s.addcmul_(w, ratios[j - 1])
+
+    def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
+        """The first part's scale (the others enter the tiles as ratios to it)."""
+        return self.parts[0].tile_scale(like)
+
+    def keops_formula(
+        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
+    ) -> Any:
+        """``f_0 + Σ_p (s_p / s_0) f_p`` with the ratios as pykeops parameters."""
+        first = self.parts[0].tile_scale(A)
+        out = self.parts[0].keops_formula(LazyTensor, A, B, self_offset)
+        for k in self.parts[1:]:
+            ratio = LazyTensor((k.tile_scale(A) / first).reshape(1))
+            out = out + ratio * k.keops_formula(LazyTensor, A, B, self_offset)
+        return out
+
+
+class Product(_Composite):
+    """``k(x, x') = Π_p k_p(x, x')``; written ``k1 * k2``.
+
+    Parameters
+    ----------
+    *kernels
+        Two or more kernels (nested products are flattened).
+
+    Notes
+    -----
+    The parts' scales multiply once per product (``tile_scale``); on the ``"chunked"``
+    backend each tile holds the first part's values times the later parts' (filled in a
+    scratch tile; a :class:`~pnsolve.kernels.Constant` part costs nothing per tile).
+    On ``"keops"`` the product is one formula.
+
+    Examples
+    --------
+    >>> import torch, pnsolve as pn
+    >>> k = pn.kernels.Constant(2.0) * pn.kernels.RBF(lengthscale=0.5)
+    >>> float(k.diag(torch.zeros(1, 1, dtype=torch.float64))[0])
+    2.0
+    """
+
+    _symbol = "*"
+
+    def _dense_graph(
+        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
+    ) -> torch.Tensor:
+        return _reduce(operator.mul, [k._dense(X1, X2, self_index) for k in self.parts])
+
+    def _diag(self, X: torch.Tensor) -> torch.Tensor:
+        return _reduce(operator.mul, [k._diag(X) for k in self.parts])
+
+    def _paired(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
+        return _reduce(operator.mul, [k._paired(X1, X2) for k in self.parts])
+
+    def fill_tile_(
+        self,
+        s: torch.Tensor,
+        a: TileOperands,
+        b: TileOperands,
+        diag: int | None,
+        work: Sequence[torch.Tensor],
+    ) -> None:
+        """The first non-constant part into ``s``; each later one into ``work[0]``, multiplied in.
+
+        Constant parts write nothing (their value is in :meth:`tile_scale`).
+        """
+        order = [j for j, k in enumerate(self.parts) if not k.tile_is_ones] or [0]
+        head, *rest = order
+        self.parts[head].fill_tile_(s, a[head], b[head], diag, work)
+        for j in rest:
+            w = work[0]
+            self.parts[j].fill_tile_(w, a[j], b[j], diag, work[1:])
+            s.mul_(w)
+
+    def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
+        """The product of the parts' scales."""
+        return _reduce(operator.mul, [k.tile_scale(like) for k in self.parts])
+
+    def keops_formula(
+        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
+    ) -> Any:
+        """``Π_p f_p`` (constant parts left out: their scale is the whole kernel)."""
+        forms = [
+            k.keops_formula(LazyTensor, A, B, self_offset) for k in self.parts if not k.tile_is_ones
+        ]
+        if not forms:  # a product of constants
+            return self.parts[0].keops_formula(LazyTensor, A, B, self_offset)
+        return _reduce(operator.mul, forms)
+
+
+class Scale(Kernel):
+    """``k(x, x') = c · base(x, x')`` with a fixed positive ``c``; written ``c * k``.
+
+    Parameters
+    ----------
+    kernel
+        The kernel scaled.
+    scale
+        A positive float or 0-d tensor, fixed (a buffer, not learned). For a learned
+        scale write ``pn.kernels.Constant(c) * k`` (one softplus parameter, at no cost
+        per tile).
+
+    Raises
+    ------
+    ValueError
+        For a non-positive, non-finite or non-scalar ``scale``.
+    """
+
+    def __init__(self, kernel: Kernel, scale: float | torch.Tensor) -> None:
+        super().__init__()
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"Scale scales a pnsolve kernel, got {type(kernel).__name__}")
+        c = torch.as_tensor(scale, dtype=torch.float64).detach().cpu()
+        if c.ndim != 0 or not bool(torch.isfinite(c)) or float(c) <= 0:
+            raise ValueError(f"scale must be a positive finite scalar, got {scale!r}")
+        #: The kernel scaled.
+        self.base_kernel = kernel
+        self.register_buffer("scale", c.clone())
+        self.scale: torch.Tensor
+
+    @property
+    def matrix_free(self) -> bool:  # type: ignore[override]
+        """Whether the scaled kernel is matrix-free."""
+        return self.base_kernel.matrix_free
+
+    @property
+    def tile_buffers(self) -> int:  # type: ignore[override]
+        """The scaled kernel's scratch."""
+        return self.base_kernel.tile_buffers
+
+    @property
+    def tile_is_ones(self) -> bool:  # type: ignore[override]
+        """Whether the scaled kernel's tiles are all ones."""
+        return self.base_kernel.tile_is_ones
+
+    def input_dims(self) -> tuple[int | None, int]:
+        """Those of the scaled kernel."""
+        return self.base_kernel.input_dims()
+
+    def bind(self, X: torch.Tensor) -> Kernel:
+        """The scaled kernel bound to ``X``, scaled."""
+        bound = self.base_kernel.bind(X)
+        return self if bound is self.base_kernel else Scale(bound, self.scale)
+
+    def _c(self, like: torch.Tensor) -> torch.Tensor:
+        return self.scale.to(dtype=like.dtype, device=like.device)
+
+    def _dense_graph(
+        self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
+    ) -> torch.Tensor:
+        return self._c(X1) * self.base_kernel._dense(X1, X2, self_index)
+
+    def _diag(self, X: torch.Tensor) -> torch.Tensor:
+        return self._c(X) * self.base_kernel._diag(X)
+
+    def _paired(self, X1: torch.Tensor, X2: torch.Tensor) -> torch.Tensor:
+        return self._c(X1) * self.base_kernel._paired(X1, X2)
+
+    def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
+        """The scaled kernel's operands."""
+        return self.base_kernel.tile_operands(X, left)
+
+    def fill_tile_(
+        self,
+        s: torch.Tensor,
+        a: TileOperands,
+        b: TileOperands,
+        diag: int | None,
+        work: Sequence[torch.Tensor],
+    ) -> None:
+        """The scaled kernel's tile (the scale is applied once per product)."""
+        self.base_kernel.fill_tile_(s, a, b, diag, work)
+
+    def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
+        """``c`` times the scaled kernel's scale."""
+        return self._c(like) * self.base_kernel.tile_scale(like)
+
+    def keops_formula(
+        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
+    ) -> Any:
+        """The scaled kernel's formula."""
+        return self.base_kernel.keops_formula(LazyTensor, A, B, self_offset)
+
+    def __repr__(self) -> str:
+        return f"{float(self.scale):.4g} * {self.base_kernel!r}"
+
+
+def _reduce(op: Any, values: Sequence[Any]) -> Any:
+    return functools.reduce(op, values)

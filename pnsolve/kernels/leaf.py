@@ -1,0 +1,86 @@
+"""Shared parts of the non-stationary families: active columns and positive parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from .active_dims import check_active_dims, minimum_dims, select_dims
+from .kernel import Kernel
+from .positive import inv_softplus, one_device, positive_value, softplus
+
+__all__ = ["LeafKernel"]
+
+
+class LeafKernel(Kernel):
+    """A matrix-free family with ``active_dims`` and softplus-positive parameters.
+
+    Parameters are stored as ``raw_<name>`` (float64, ``value = softplus(raw)``) by
+    :meth:`_positive_parameters`, read with :meth:`_value` (cast to the inputs' dtype and
+    device, differentiable) and set with :meth:`_set_value`.
+    """
+
+    matrix_free = True
+
+    def __init__(self, active_dims: Sequence[int] | None = None) -> None:
+        super().__init__()
+        #: Input columns the kernel reads (``None``: all).
+        self.active_dims = check_active_dims(active_dims)
+
+    def _positive_parameters(self, **values: tuple[float | torch.Tensor, bool]) -> None:
+        """Register ``raw_<name>`` for ``name=(value, may_be_vector)``, on one device."""
+        checked = {}
+        for name, (value, vector) in values.items():
+            t = positive_value(value, name)
+            if t.ndim > (1 if vector else 0):
+                shape = "a scalar or have shape (d,)" if vector else "a scalar"
+                raise ValueError(f"{name} must be {shape}, got shape {tuple(t.shape)}")
+            checked[name] = (t, value)
+        for name, t in zip(checked, one_device(**checked)):
+            setattr(self, f"raw_{name}", nn.Parameter(inv_softplus(t)))
+
+    def _raw(self, name: str) -> nn.Parameter:
+        raw = getattr(self, f"raw_{name}")
+        assert isinstance(raw, nn.Parameter)
+        return raw
+
+    def _value(self, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
+        """``softplus(raw_<name>)``, in ``like``'s dtype and device if given."""
+        v = softplus(self._raw(name))
+        return v if like is None else v.to(dtype=like.dtype, device=like.device)
+
+    def _set_value(self, name: str, value: float | torch.Tensor) -> None:
+        raw = self._raw(name)
+        v = positive_value(value, name).to(raw.dtype)
+        if v.shape != raw.shape and v.ndim != 0:
+            raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
+        with torch.no_grad():
+            raw.copy_(inv_softplus(v).expand_as(raw))
+
+    def select(self, X: torch.Tensor) -> torch.Tensor:
+        """The active columns of ``X`` (differentiable), shape ``(n, d_active)``."""
+        return select_dims(X, self.active_dims)
+
+    def _vector_sizes(self) -> set[int]:
+        """Sizes of the ``(d,)`` parameters (per-column values)."""
+        return {p.numel() for n, p in self.named_parameters(recurse=False) if p.ndim == 1}
+
+    def input_dims(self) -> tuple[int | None, int]:
+        """``(per-column parameter size if every column is read, 1 + largest active column)``."""
+        sizes = self._vector_sizes()
+        if len(sizes) > 1:  # pragma: no cover - refused in the constructors
+            raise ValueError(f"per-column parameters of sizes {sorted(sizes)} disagree")
+        exact = next(iter(sizes)) if sizes else None
+        if self.active_dims is not None:
+            if exact is not None and exact != len(self.active_dims):
+                raise ValueError(
+                    f"per-column parameters have {exact} entries but active_dims has "
+                    f"{len(self.active_dims)} columns"
+                )
+            return None, minimum_dims(self.active_dims)
+        return exact, 0
+
+    def _dims_repr(self) -> str:
+        return "" if self.active_dims is None else f", active_dims={list(self.active_dims)}"
