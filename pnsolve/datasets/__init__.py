@@ -1,8 +1,8 @@
-"""Data sets: UCI regression benchmarks, user CSV files, synthetic generators, digits.
+"""Data sets: UCI regression benchmarks, user CSV files, synthetic generators, digits, CO2.
 
 UCI regression benchmarks with their standard splits, user CSV files, synthetic
-generators (GP draws, Poisson counts, Gaussian-mixture classes), and the digits
-classification set (through scikit-learn).
+generators (GP draws, Poisson counts, Gaussian-mixture classes), the digits
+classification set (through scikit-learn), and the Mauna Loa CO2 monthly series.
 
 Every loader returns typed results with torch tensors in the requested dtype and
 device (``device=None``: torch's default device); every generator takes an explicit
@@ -10,6 +10,7 @@ device (``device=None``: torch's default device); every generator takes an expli
 generator gives the same data on every device.
 """
 
+from .co2 import mauna_loa_co2
 from .csv import load_csv
 from .dataset import Dataset
 from .digits import ClassificationData, load_digits
@@ -30,6 +31,7 @@ __all__ = [
     "load_csv",
     "load_digits",
     "load_uci",
+    "mauna_loa_co2",
     "poisson_counts",
     "uci_roots",
 ]

@@ -23,6 +23,8 @@ from .periodic import Cosine, Periodic
 from .random_features import RandomFourierFeatures
 from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
+from .sklearn_interop import from_sklearn, to_sklearn
+from .spectral_mixture import SpectralMixture
 
 __all__ = [
     "RBF",
@@ -39,7 +41,10 @@ __all__ = [
     "RandomFourierFeatures",
     "RationalQuadratic",
     "Scale",
+    "SpectralMixture",
     "StationaryKernel",
     "Sum",
     "White",
+    "from_sklearn",
+    "to_sklearn",
 ]

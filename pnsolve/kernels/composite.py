@@ -66,15 +66,6 @@ class _Composite(Kernel):
             return self
         return type(self)(*bound)
 
-    @property
-    def tile_buffers(self) -> int:  # type: ignore[override]
-        """The first part's scratch, and one more tile for each later part's values."""
-        parts = [k for k in self.parts if not k.tile_is_ones] or [self.parts[0]]
-        need = parts[0].tile_buffers
-        for k in parts[1:]:
-            need = max(need, 1 + k.tile_buffers)
-        return need
-
     def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
         """The parts' operands (nested)."""
         return tuple(k.tile_operands(X, left) for k in self.parts)
@@ -118,6 +109,15 @@ class Sum(_Composite):
     """
 
     _symbol = "+"
+
+    @property
+    def tile_buffers(self) -> int:  # type: ignore[override]
+        """The first part's scratch, and one tile for each later non-constant part's values."""
+        need = self.parts[0].tile_buffers
+        for k in self.parts[1:]:
+            if not k.tile_is_ones:
+                need = max(need, 1 + k.tile_buffers)
+        return need
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
@@ -199,6 +199,15 @@ class Product(_Composite):
     """
 
     _symbol = "*"
+
+    @property
+    def tile_buffers(self) -> int:  # type: ignore[override]
+        """The first non-constant part's scratch, and one tile for each later one's values."""
+        parts = [k for k in self.parts if not k.tile_is_ones] or [self.parts[0]]
+        need = parts[0].tile_buffers
+        for k in parts[1:]:
+            need = max(need, 1 + k.tile_buffers)
+        return need
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None

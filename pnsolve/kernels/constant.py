@@ -41,7 +41,7 @@ class Constant(LeafKernel):
         self, value: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:
         super().__init__(active_dims)
-        self._positive_parameters(value=(value, False))
+        self._positive_parameters(value=(value, 0))
 
     @property
     def value(self) -> torch.Tensor:
@@ -116,7 +116,7 @@ class White(LeafKernel):
         self, noise: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:
         super().__init__(active_dims)
-        self._positive_parameters(noise=(noise, False))
+        self._positive_parameters(noise=(noise, 0))
 
     @property
     def noise(self) -> torch.Tensor:

@@ -227,6 +227,12 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
     def __rmul__(self, other: object) -> Kernel:
         return self.__mul__(other)
 
+    def to_sklearn(self) -> Any:
+        """The kernel as a scikit-learn kernel (:func:`~pnsolve.kernels.to_sklearn`)."""
+        from .sklearn_interop import to_sklearn
+
+        return to_sklearn(self)
+
     # ---------------------------------------------------------------- operator
     def linop(
         self,

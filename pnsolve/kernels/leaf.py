@@ -29,13 +29,13 @@ class LeafKernel(Kernel):
         #: Input columns the kernel reads (``None``: all).
         self.active_dims = check_active_dims(active_dims)
 
-    def _positive_parameters(self, **values: tuple[float | torch.Tensor, bool]) -> None:
-        """Register ``raw_<name>`` for ``name=(value, may_be_vector)``, on one device."""
+    def _positive_parameters(self, **values: tuple[float | torch.Tensor, int]) -> None:
+        """Register ``raw_<name>`` for ``name=(value, most dimensions)``, on one device."""
         checked = {}
-        for name, (value, vector) in values.items():
+        for name, (value, max_ndim) in values.items():
             t = positive_value(value, name)
-            if t.ndim > (1 if vector else 0):
-                shape = "a scalar or have shape (d,)" if vector else "a scalar"
+            if t.ndim > max_ndim:
+                shape = "a scalar or have shape (d,)" if max_ndim == 1 else "a scalar"
                 raise ValueError(f"{name} must be {shape}, got shape {tuple(t.shape)}")
             checked[name] = (t, value)
         for name, t in zip(checked, one_device(**checked)):

@@ -43,7 +43,7 @@ class Linear(LeafKernel):
         self, variance: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:
         super().__init__(active_dims)
-        self._positive_parameters(variance=(variance, False))
+        self._positive_parameters(variance=(variance, 0))
 
     @property
     def variance(self) -> torch.Tensor:
@@ -137,7 +137,7 @@ class Polynomial(LeafKernel):
         super().__init__(active_dims)
         #: The fixed degree.
         self.degree = degree
-        self._positive_parameters(offset=(offset, False))
+        self._positive_parameters(offset=(offset, 0))
 
     @property
     def offset(self) -> torch.Tensor:

@@ -58,7 +58,7 @@ class Periodic(LeafKernel):
         active_dims: Sequence[int] | None = None,
     ) -> None:
         super().__init__(active_dims)
-        self._positive_parameters(lengthscale=(lengthscale, True), period=(period, True))
+        self._positive_parameters(lengthscale=(lengthscale, 1), period=(period, 1))
         sizes = self._vector_sizes()
         if len(sizes) > 1:
             raise ValueError(
@@ -189,7 +189,7 @@ class Cosine(LeafKernel):
         self, period: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:
         super().__init__(active_dims)
-        self._positive_parameters(period=(period, True))
+        self._positive_parameters(period=(period, 1))
         self.input_dims()
 
     @property

@@ -66,6 +66,13 @@ def _products(rank: int, world: int) -> tuple[dict[str, float], torch.Tensor]:
         "rbf-ard": lambda: pn.kernels.RBF(lengthscale=torch.tensor([0.3, 0.5, 0.8])),
         "matern32": lambda: pn.kernels.Matern(nu=1.5, lengthscale=0.4, outputscale=1.3),
         "rq": lambda: pn.kernels.RationalQuadratic(lengthscale=0.4, alpha=0.7, outputscale=1.3),
+        # an expression: white noise must stay on the self pairs of each rank's row block
+        "expression": lambda: (
+            pn.kernels.Constant(1.5) * pn.kernels.RBF(0.6)
+            + pn.kernels.Matern(nu=2.5, lengthscale=0.5) * pn.kernels.Periodic(0.9, 1.7)
+            + pn.kernels.White(0.2)
+        ),
+        "spectral-mixture": lambda: pn.kernels.SpectralMixture(2, ard_dims=3),
     }
     for kname, make in kernels.items():
         for local in ("dense", "chunked"):
