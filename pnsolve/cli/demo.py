@@ -92,7 +92,7 @@ def run_demo(
     n = X.shape[0]
     kernel = pn.kernels.Matern(nu=1.5, lengthscale=lengthscale, outputscale=outputscale)
     with torch.no_grad():
-        K = kernel.linop(X, backend=backend)
+        K = pn.kernels.KernelMatrix(kernel, X, backend=backend)
         A = K + pn.linops.ScaledIdentity(n, noise, dtype=X.dtype, device=X.device)
         echo(
             f"{dataset}: n = {n}, d = {X.shape[1]}, Matérn-3/2 (ℓ = {lengthscale}, "
