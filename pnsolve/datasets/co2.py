@@ -36,8 +36,8 @@ def mauna_loa_co2(
     values (1958-03-29 to 2001-12-29) are grouped by the calendar month of their date
     and averaged; the five months without any value (1958-06, 1958-10, 1964-02 to
     1964-04) are dropped. This matches scikit-learn's CO2 example
-    (``resample("ME").mean().dropna()``). Full provenance: the ``LICENSE`` file in
-    ``pnsolve/datasets/data``.
+    (``resample("ME").mean().dropna()``). Full provenance:
+    ``pnsolve/datasets/data/co2/SOURCE.txt``.
 
     Parameters
     ----------

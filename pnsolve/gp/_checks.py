@@ -48,6 +48,7 @@ __all__ = [
     "check_inputs",
     "check_int",
     "check_likelihood_targets",
+    "check_matrix_free_kernel",
     "check_mean",
     "check_model_kernel",
     "check_noise",
@@ -102,17 +103,32 @@ def check_model_kernel(kernel: object) -> Kernel:
     return kernel
 
 
+def check_matrix_free_kernel(kernel: object, user: str) -> Kernel:
+    """Require a matrix-free :class:`~pnsolve.kernels.Kernel` for ``user`` (a model's name).
+
+    Every family of :mod:`pnsolve.kernels` and their sums and products qualify; SKI
+    kernels (``GridInterpolation``) are refused with a pointer to the models that take
+    them.
+    """
+    if not isinstance(kernel, Kernel) or not kernel.matrix_free:
+        raise TypeError(
+            f"kernel must be a family of pn.kernels or an expression of them for {user}, got "
+            f"{type(kernel).__name__}; SKI kernels (GridInterpolation) work with ExactGP "
+            "and IterGP"
+        )
+    return kernel
+
+
 def check_stationary_kernel(kernel: object, user: str) -> StationaryKernel:
     """Require a :class:`~pnsolve.kernels.StationaryKernel` for ``user`` (a model's name).
 
-    For the models built on stationary kernels only (random features, explicit kernel
-    formulas); SKI kernels are refused with a pointer to the models that take them.
+    For the models built on a single stationary kernel's random features or formulas.
     """
     if not isinstance(kernel, StationaryKernel):
         raise TypeError(
-            f"kernel must be a stationary kernel (pn.kernels.RBF or Matern) for {user}, got "
-            f"{type(kernel).__name__}; SKI kernels (GridInterpolation) work with ExactGP "
-            "and IterGP"
+            f"kernel must be a stationary kernel (pn.kernels.RBF, Matern or "
+            f"RationalQuadratic) for {user}, got {type(kernel).__name__}; other kernels and "
+            "expressions work with ExactGP, IterGP, AffineGP, IterNCGP and CaGP"
         )
     return kernel
 

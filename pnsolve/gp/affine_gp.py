@@ -11,14 +11,14 @@ from .._core.precision import full_float32
 from ..beliefs.affine import AffineSolutionBelief
 from ..iterative.affine import AffineMethod, AffineSolveInfo, affine_solve
 from ..iterative.system import KernelSystem
-from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 from ..kernels.kernel_matrix import KernelMatrix
 from ._checks import (
     check_backend,
     check_inputs,
+    check_matrix_free_kernel,
     check_mean,
     check_noise,
-    check_stationary_kernel,
     check_targets,
 )
 from ._fitted import FitRecord, FittedModel, readout
@@ -99,7 +99,7 @@ class AffineGP(FittedModel[AffineGPFitState]):
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel`.
+        A family of :mod:`pnsolve.kernels` or an expression of them.
     noise
         Observation-noise variance ``σ² > 0``.
     method
@@ -154,7 +154,7 @@ class AffineGP(FittedModel[AffineGPFitState]):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         noise: float,
         method: AffineMethod,
         mean: float = 0.0,
@@ -166,7 +166,7 @@ class AffineGP(FittedModel[AffineGPFitState]):
                 f"method must be a pnsolve.iterative.AffineMethod (GaussSeidel, JacobiIteration, "
                 f"Richardson, Chebyshev, CyclicProjections), got {type(method).__name__}"
             )
-        self.kernel = check_stationary_kernel(kernel, "AffineGP")
+        self.kernel = check_matrix_free_kernel(kernel, "AffineGP")
         self.noise = check_noise(noise)
         self.method = method
         self.mean = float(check_mean(mean))

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import torch
 
 from .._core.precision import full_float32
-from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 from ..likelihoods.base import Likelihood
 from ..linops.base import LinearOperator
 from ..policies.base import Policy
@@ -28,8 +28,8 @@ from ._checks import (
     check_backend,
     check_bool,
     check_inputs,
+    check_matrix_free_kernel,
     check_mean,
-    check_stationary_kernel,
 )
 from .fit_state import Provenance, own_copy
 from .laplace.fitted import FitInputs, LaplaceFit
@@ -136,7 +136,7 @@ class IterNCGP(LaplaceFit):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         likelihood: Likelihood,
         policy: Policy,
         stopping: StoppingCriterion,
@@ -148,7 +148,7 @@ class IterNCGP(LaplaceFit):
         *,
         backend: str = "auto",
     ) -> None:
-        self.kernel = check_stationary_kernel(kernel, "IterNCGP")
+        self.kernel = check_matrix_free_kernel(kernel, "IterNCGP")
         if not isinstance(likelihood, Likelihood):
             raise TypeError(
                 f"likelihood must be a pnsolve.likelihoods.Likelihood, got "

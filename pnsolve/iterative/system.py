@@ -9,7 +9,7 @@ import torch
 from .._core.validation import check_same_device, check_same_dtype, check_tensor
 from ..kernels.backends import choose_backend
 from ..kernels.backends.tiling import dense_block, tile_shape, tiled_matmat
-from ..kernels.base import StationaryKernel
+from ..kernels.kernel import Kernel
 from ..kernels.kernel_matrix import BACKENDS, KernelMatrix
 from ..linops.base import LinearOperator
 
@@ -49,7 +49,7 @@ class KernelSystem(LinearOperator):
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel` (``RBF``, ``Matern``, ARD or not).
+        A matrix-free kernel: any family of :mod:`pnsolve.kernels` or an expression of them.
         The system keeps a frozen, detached copy: it represents ``K̂`` at the
         hyperparameters current when it was built, whatever happens to ``kernel`` later.
     X
@@ -77,7 +77,7 @@ class KernelSystem(LinearOperator):
     All accesses run under ``torch.no_grad()``: the solvers are not differentiated
     through (gradient estimators use the solutions as constants).
 
-    Self-similarities are exact: ``K̂_ii = outputscale + σ²`` in every access, so
+    Self-similarities are exact: ``K̂_ii = k(x_i, x_i) + σ²`` in every access, so
     :meth:`matmul`, :meth:`rows`, :meth:`columns` and :meth:`block` describe one matrix
     to rounding (this matters for Matérn-1/2 in float32, whose ``exp(−r)`` turns a
     rounding-level ``r² ≈ eps`` into an error of ``√eps``).
@@ -96,15 +96,16 @@ class KernelSystem(LinearOperator):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         noise: float | torch.Tensor,
         *,
         backend: str = "auto",
     ) -> None:
-        if not isinstance(kernel, StationaryKernel):
+        if not isinstance(kernel, Kernel) or not kernel.matrix_free:
             raise TypeError(
-                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
+                "kernel must be a matrix-free pnsolve.kernels.Kernel (a family of "
+                f"pnsolve.kernels or their sums and products), got {type(kernel).__name__}"
             )
         X, _ = kernel.check_inputs(check_tensor(X, "X").detach())
         self._noise = _check_noise(noise)
@@ -115,11 +116,12 @@ class KernelSystem(LinearOperator):
         self._kernel = copy.deepcopy(kernel).requires_grad_(False)
         self._X = X
         if backend == "auto":
-            backend = choose_backend(n, n, X.dtype, X.device)
+            backend = choose_backend(n, n, X.dtype, X.device, keops=kernel.has_keops_formula)
         #: The backend in use: ``"dense"``, ``"chunked"`` or ``"keops"``.
         self.backend: str = backend
         self._op = None if backend == "dense" else KernelMatrix(self._kernel, X, backend=backend)
         self._K: torch.Tensor | None = None
+        self._self_diag: torch.Tensor | None = None
         self._tile = tile_shape(n, n, X.element_size(), device=X.device)
         self._entries = 0
         self._products = 0
@@ -142,7 +144,7 @@ class KernelSystem(LinearOperator):
         return self._X
 
     @property
-    def kernel(self) -> StationaryKernel:
+    def kernel(self) -> Kernel:
         """The frozen copy of the kernel that defines ``K``."""
         return self._kernel
 
@@ -297,14 +299,14 @@ class KernelSystem(LinearOperator):
             out = self._dense()[idx]
         else:
             out = dense_block(self._kernel, self._X[idx], self._X)
-        out[torch.arange(idx.numel(), device=self.device), idx] = self._diagonal_value()
+        out[torch.arange(idx.numel(), device=self.device), idx] = self._self_values()[idx]
         return out
 
     @torch.no_grad()
     def _diagonal(self) -> torch.Tensor:
-        """``diag K̂ = outputscale + σ²`` (``n`` entries); shape ``(n,)``."""
+        """``diag K̂ = k(x_i, x_i) + σ²`` (``n`` entries); shape ``(n,)``."""
         self._entries += self.n
-        return self._diagonal_value().expand(self.n).clone()
+        return self._self_values().clone()
 
     # ------------------------------------------------------------------ helpers
     def _dense(self) -> torch.Tensor:
@@ -313,8 +315,11 @@ class KernelSystem(LinearOperator):
             self._K = dense_block(self._kernel, self._X, None)
         return self._K
 
-    def _diagonal_value(self) -> torch.Tensor:
-        return self._kernel.outputscale_like(self._X) + self._noise
+    def _self_values(self) -> torch.Tensor:
+        """``k(x_i, x_i) + σ²`` for every point (computed once; the kernel is a frozen copy)."""
+        if self._self_diag is None:
+            self._self_diag = self._kernel._diag(self._X) + self._noise
+        return self._self_diag
 
     def _complement(self, idx: torch.Tensor) -> torch.Tensor:
         keep = torch.ones(self.n, dtype=torch.bool, device=self.device)

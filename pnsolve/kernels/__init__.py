@@ -14,6 +14,7 @@ a regular grid; every kernel follows the :class:`Kernel` protocol the GP models 
 from .base import StationaryKernel
 from .composite import Product, Scale, Sum
 from .constant import Constant, White
+from .gpytorch_interop import GPyTorchKernel, from_gpytorch
 from .grid_interpolation import GridInterpolation
 from .kernel import Kernel
 from .kernel_matrix import KernelMatrix
@@ -30,6 +31,7 @@ __all__ = [
     "RBF",
     "Constant",
     "Cosine",
+    "GPyTorchKernel",
     "GridInterpolation",
     "Kernel",
     "KernelMatrix",
@@ -45,6 +47,7 @@ __all__ = [
     "StationaryKernel",
     "Sum",
     "White",
+    "from_gpytorch",
     "from_sklearn",
     "to_sklearn",
 ]

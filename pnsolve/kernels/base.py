@@ -62,6 +62,7 @@ class StationaryKernel(Kernel):
     #: then kernel matrices on regular grids are Kronecker products.
     separable: bool = False
     matrix_free = True
+    has_keops_formula = True
 
     def __init__(
         self,

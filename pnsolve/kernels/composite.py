@@ -31,17 +31,22 @@ class _Composite(Kernel):
             parts.extend(k.parts if isinstance(k, _Composite) and type(k) is type(self) else [k])
         if len(parts) < 2:
             raise ValueError(f"{type(self).__name__} needs at least two kernels")
-        self._modules_list = nn.ModuleList(parts)
+        self.kernels = nn.ModuleList(parts)
 
     @property
     def parts(self) -> list[Kernel]:
         """The kernels combined, in order (nested sums/products of the same kind flattened)."""
-        return cast(list[Kernel], list(self._modules_list))
+        return cast(list[Kernel], list(self.kernels))
 
     @property
     def matrix_free(self) -> bool:  # type: ignore[override]
         """Whether every part is matrix-free."""
         return all(k.matrix_free for k in self.parts)
+
+    @property
+    def has_keops_formula(self) -> bool:  # type: ignore[override]
+        """Whether every part has a KeOps formula."""
+        return all(k.has_keops_formula for k in self.parts)
 
     def input_dims(self) -> tuple[int | None, int]:
         """The strictest requirement of the parts (they must agree on an exact ``d``)."""
@@ -278,7 +283,7 @@ class Scale(Kernel):
         super().__init__()
         if not isinstance(kernel, Kernel):
             raise TypeError(f"Scale scales a pnsolve kernel, got {type(kernel).__name__}")
-        c = torch.as_tensor(scale, dtype=torch.float64).detach().cpu()
+        c = torch.as_tensor(scale, dtype=torch.float64, device="cpu").detach().cpu()
         if c.ndim != 0 or not bool(torch.isfinite(c)) or float(c) <= 0:
             raise ValueError(f"scale must be a positive finite scalar, got {scale!r}")
         #: The kernel scaled.
@@ -290,6 +295,11 @@ class Scale(Kernel):
     def matrix_free(self) -> bool:  # type: ignore[override]
         """Whether the scaled kernel is matrix-free."""
         return self.base_kernel.matrix_free
+
+    @property
+    def has_keops_formula(self) -> bool:  # type: ignore[override]
+        """Whether the scaled kernel has a KeOps formula."""
+        return self.base_kernel.has_keops_formula
 
     @property
     def tile_buffers(self) -> int:  # type: ignore[override]

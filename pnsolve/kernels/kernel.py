@@ -57,6 +57,8 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
     tile_buffers: int = 0
     #: Whether :meth:`fill_tile_` writes only ones (a constant kernel): products skip it.
     tile_is_ones: bool = False
+    #: Whether :meth:`keops_formula` exists (``backend="auto"`` picks KeOps only then).
+    has_keops_formula: bool = False
 
     # ------------------------------------------------------------- validation
     def input_dims(self) -> tuple[int | None, int]:

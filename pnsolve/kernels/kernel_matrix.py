@@ -125,7 +125,9 @@ class KernelMatrix(LinearOperator):
         self.X1 = X1
         self.X2 = X2
         if backend == "auto":
-            backend = choose_backend(X1.shape[0], n2, X1.dtype, X1.device)
+            backend = choose_backend(
+                X1.shape[0], n2, X1.dtype, X1.device, keops=kernel.has_keops_formula
+            )
         #: The backend in use: ``"dense"``, ``"chunked"``, ``"keops"`` or ``"distributed"``.
         self.backend: str = backend
         self._impl: DenseBackend | ChunkedBackend | KeOpsBackend | DistributedBackend

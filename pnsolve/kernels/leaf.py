@@ -23,6 +23,7 @@ class LeafKernel(Kernel):
     """
 
     matrix_free = True
+    has_keops_formula = True
 
     def __init__(self, active_dims: Sequence[int] | None = None) -> None:
         super().__init__()

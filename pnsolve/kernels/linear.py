@@ -17,7 +17,8 @@ class Linear(LeafKernel):
     """``k(x, x') = variance · xᵀx'`` (Bayesian linear regression through the origin).
 
     Scikit-learn's ``DotProduct(sigma_0)`` is ``Constant(sigma_0**2) + Linear(1.0)``;
-    GPyTorch's ``LinearKernel(variance)`` is ``Linear(variance)``.
+    GPyTorch's ``LinearKernel(variance)`` without ARD is ``Linear(variance)`` (with ARD
+    variances, a sum of one-column ``Linear(v_j, active_dims=[j])``).
 
     Parameters
     ----------

@@ -18,8 +18,9 @@ class Periodic(LeafKernel):
     """``k(x, x') = exp(−2 Σ_j sin²(π (x_j − x'_j) / p_j) / ℓ_j²)``.
 
     The periodic (exp-sine-squared) kernel of MacKay (1998), summed over input
-    dimensions as in GPyTorch's ``PeriodicKernel`` — a product of one-dimensional
-    periodic kernels, so positive semi-definite for every ``d``. For one-dimensional
+    dimensions as in GPyTorch's ``PeriodicKernel`` (whose lengthscale ``λ`` is this
+    ``ℓ²``: GPyTorch divides by ``λ``) — a product of one-dimensional periodic kernels,
+    so positive semi-definite for every ``d``. For one-dimensional
     inputs it is scikit-learn's ``ExpSineSquared(length_scale, periodicity)``
     (scikit-learn applies the sine to the Euclidean distance instead, which for ``d > 1``
     is not positive semi-definite in general). Multiply by a stationary kernel or a
@@ -166,9 +167,10 @@ class Cosine(LeafKernel):
 
     The kernel of a single sinusoid with random phase: its spectrum is two point masses
     at ``±(1/p_1, …, 1/p_d)``, so it is positive semi-definite for every ``d`` and has
-    rank at most 2. For one-dimensional inputs it is GPyTorch's ``CosineKernel``
-    (which applies the cosine to the Euclidean distance; for ``d > 1`` that is not
-    positive semi-definite in general, so pnsolve projects on the frequency vector).
+    rank at most 2. For one-dimensional inputs it is GPyTorch's ``CosineKernel(p)`` with
+    ``period = 2p`` (GPyTorch computes ``cos(π r / p)``; it applies the cosine to the
+    Euclidean distance, which for ``d > 1`` is not positive semi-definite in general, so
+    pnsolve projects on the frequency vector).
 
     Parameters
     ----------

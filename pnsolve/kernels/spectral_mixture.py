@@ -21,8 +21,10 @@ class SpectralMixture(LeafKernel):
 
     Wilson & Adams (2013), eq. 12: the spectral density is a mixture of ``Q`` Gaussians
     (means ``μ_q``, diagonal variances ``v_q``, symmetrised about zero), so any
-    stationary kernel can be approximated by enough components. As in GPyTorch's
-    ``SpectralMixtureKernel`` (``mixture_scales = √v``).
+    stationary kernel can be approximated by enough components. For one-dimensional
+    inputs it is GPyTorch's ``SpectralMixtureKernel`` (``mixture_scales = √v``); for
+    ``d > 1`` GPyTorch multiplies one-dimensional mixtures over the dimensions
+    (``Π_j Σ_q``), pnsolve sums products as the paper's eq. 12 (``Σ_q Π_j``).
 
     Parameters
     ----------
@@ -74,18 +76,22 @@ class SpectralMixture(LeafKernel):
         super().__init__(active_dims)
         Q = num_mixtures
         d = _input_dim(ard_dims, self.active_dims, means, variances)
+        # defaults where torch puts a module's parameters (its default device), or where
+        # the given values are
+        given = [v for v in (weights, means, variances) if isinstance(v, torch.Tensor)]
+        dev = given[0].device if given else torch.get_default_device()
+        f64 = torch.float64
         if weights is None:
-            weights = torch.full((Q,), 1.0 / Q, dtype=torch.float64)
+            weights = torch.full((Q,), 1.0 / Q, dtype=f64, device=dev)
         if means is None:
-            grid = torch.arange(1, Q + 1, dtype=torch.float64) / (2.0 * Q)
+            grid = torch.arange(1, Q + 1, dtype=f64, device=dev) / (2.0 * Q)
             means = grid.unsqueeze(1).expand(Q, d).clone()
         if variances is None:
-            variances = torch.full((Q, d), (1.0 / (4.0 * Q)) ** 2, dtype=torch.float64)
-        w = torch.as_tensor(weights, dtype=torch.float64)
+            variances = torch.full((Q, d), (1.0 / (4.0 * Q)) ** 2, dtype=f64, device=dev)
         for name, v, shape in (
-            ("weights", w, (Q,)),
-            ("means", torch.as_tensor(means), (Q, d)),
-            ("variances", torch.as_tensor(variances), (Q, d)),
+            ("weights", torch.as_tensor(weights, device=dev), (Q,)),
+            ("means", torch.as_tensor(means, device=dev), (Q, d)),
+            ("variances", torch.as_tensor(variances, device=dev), (Q, d)),
         ):
             if tuple(v.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape}, got {tuple(v.shape)}")
@@ -138,7 +144,7 @@ class SpectralMixture(LeafKernel):
     ) -> None:
         """Set weights, means and variances from the empirical spectrum (see :meth:`from_data`)."""
         X, _ = self.check_inputs(X)
-        y = torch.as_tensor(y)
+        y = torch.as_tensor(y, device=X.device)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
         w, mu, v = empirical_spectral_mixture(
@@ -317,6 +323,7 @@ def _input_dim(
     if active_dims is not None:
         return len(active_dims)
     for given in (means, variances):
-        if given is not None and torch.as_tensor(given).ndim == 2:
-            return int(torch.as_tensor(given).shape[1])
+        shape = tuple(given.shape) if isinstance(given, torch.Tensor) else ()
+        if len(shape) == 2:
+            return int(shape[1])
     return 1

@@ -51,11 +51,13 @@ def _mixture_1d(
     peaks = torch.nonzero(inner).squeeze(1) + 1
     peaks = peaks[torch.argsort(p[peaks], descending=True)][:Q]
     cdf = torch.cumsum(p, 0)
-    levels = (torch.arange(Q - peaks.numel(), dtype=f.dtype) + 0.5) / max(1, Q - peaks.numel())
+    levels = (torch.arange(Q - peaks.numel(), dtype=f.dtype, device=f.device) + 0.5) / max(
+        1, Q - peaks.numel()
+    )
     extra = torch.searchsorted(cdf, levels).clamp_max(f.shape[0] - 1)
     mu = f[torch.cat([peaks, extra])].clone()
-    var = torch.full((Q,), 4.0 * floor, dtype=f.dtype)
-    pi = torch.full((Q,), 1.0 / Q, dtype=f.dtype)
+    var = torch.full((Q,), 4.0 * floor, dtype=f.dtype, device=f.device)
+    pi = torch.full((Q,), 1.0 / Q, dtype=f.dtype, device=f.device)
     for _ in range(EM_STEPS):
         logr = (
             torch.log(pi) - 0.5 * torch.log(2 * math.pi * var) - 0.5 * (f[:, None] - mu) ** 2 / var
@@ -91,12 +93,15 @@ def empirical_spectral_mixture(
     for j in range(d):
         order = torch.argsort(X[:, j])
         if n > MAX_POINTS:
-            order = order[torch.linspace(0, n - 1, MAX_POINTS).round().long()]
+            picks = torch.linspace(0, n - 1, MAX_POINTS, device=X.device).round().long()
+            order = order[picks]
         t, yj = X[order, j], y[order]
         gaps = torch.diff(torch.unique(t))
         spacing = float(gaps.median()) if gaps.numel() else 1.0
         f_max = 0.5 / spacing
-        freqs = torch.linspace(f_max / num_frequencies, f_max, num_frequencies, dtype=X.dtype)
+        freqs = torch.linspace(
+            f_max / num_frequencies, f_max, num_frequencies, dtype=X.dtype, device=X.device
+        )
         power = lomb_scargle(t, yj, freqs)
         # keep the significant frequencies: under white noise the power divided by the
         # variance is Exp(1) at each frequency, so a false-alarm level FALSE_ALARM over

@@ -266,9 +266,12 @@ def test_the_pathwise_estimators_state_keeps_the_spectral_state():
         restored.features(k, X)
 
 
-def test_log_hyperparameters_refuse_a_kernel_with_parameters_they_would_leave_out():
-    with pytest.raises(ValueError, match=r"RationalQuadratic also has \['raw_alpha'\]"):
-        pn.gp.bayes.LogHyperparameters(pn.kernels.RationalQuadratic(), 0.1)
+def test_log_hyperparameters_cover_alpha():
+    params = pn.gp.bayes.LogHyperparameters(pn.kernels.RationalQuadratic(0.5, 2.0), 0.1)
+    assert params.names == ("log_lengthscale", "log_outputscale", "log_alpha", "log_noise")
+    theta = params.initial()
+    assert theta[2] == pytest.approx(math.log(2.0), rel=1e-12)
+    assert float(params.kernel_at(theta + 0.5).alpha) == pytest.approx(2.0 * math.exp(0.5))
 
 
 def test_alpha_joins_the_other_hyperparameters_device_or_is_refused():

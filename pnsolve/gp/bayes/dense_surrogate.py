@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch
 
+from ...kernels.base import StationaryKernel
 from ...linops.dense import Dense
 from .hyperparameters import LogHyperparameters
 
@@ -40,8 +41,10 @@ class DenseSurrogate:
     """
 
     def __init__(self, params: LogHyperparameters, X: torch.Tensor) -> None:
-        if params.kernel.ard_dims is not None:
-            raise ValueError("DenseSurrogate needs an isotropic kernel (one lengthscale)")
+        kernel = params.kernel
+        if params.generic or not isinstance(kernel, StationaryKernel) or kernel.ard_dims:
+            raise ValueError("DenseSurrogate needs an RBF or Matérn kernel with one lengthscale")
+        self._kernel: StationaryKernel = kernel
         self.params = params
         sq = (X * X).sum(-1, keepdim=True)
         self.D = torch.addmm(sq + sq.mT, X, X.mT, alpha=-2.0).clamp_min_(0.0)
@@ -57,7 +60,7 @@ class DenseSurrogate:
         ell = float(params.lengthscale(theta))
         with torch.enable_grad():
             r2 = (self.D * (1.0 / ell**2)).requires_grad_(True)
-            profile = params.kernel.profile(r2)
+            profile = self._kernel.profile(r2)
         K = profile.detach() * sigma
         K.diagonal().add_(params.noise_at(theta))
         self._r2, self._profile, self._theta = r2, profile, theta

@@ -13,6 +13,7 @@ import torch
 from ..._core import random as rnd
 from ..._core.validation import check_int, check_positive_int, require_generator
 from ...kernels.backends import choose_backend
+from ...kernels.base import StationaryKernel
 from ...kernels.kernel_matrix import KernelMatrix
 from ...krylov.conjugate_gradient import cg
 from ...linops.base import LinearOperator
@@ -172,7 +173,7 @@ class LogMarginalGradient:
         )
         self.dense: DenseSurrogate | None = (
             DenseSurrogate(params, X)
-            if dense and method != "exact" and params.kernel.ard_dims is None
+            if dense and method != "exact" and _isotropic(params)
             else None
         )
         self.preconditioner_rank = check_int(preconditioner_rank, "preconditioner_rank", minimum=0)
@@ -321,3 +322,9 @@ class LogMarginalGradient:
             f"redraw_every={self.redraw_every}, alpha={self.alpha:.4g}, beta={self.beta:g}, "
             f"preconditioner_rank={self.preconditioner_rank})"
         )
+
+
+def _isotropic(params: LogHyperparameters) -> bool:
+    """Whether the dense surrogate applies: an RBF or Matérn kernel with one lengthscale."""
+    k = params.kernel
+    return not params.generic and isinstance(k, StationaryKernel) and k.ard_dims is None

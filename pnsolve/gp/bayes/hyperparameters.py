@@ -8,15 +8,18 @@ import warnings
 from collections.abc import Sequence
 
 import torch
+from torch import nn
 
-from ...kernels.base import StationaryKernel, inv_softplus
+from ...kernels.base import StationaryKernel, inv_softplus, softplus
+from ...kernels.kernel import Kernel
 from ...kernels.rbf import RBF
-from .._checks import check_noise, check_stationary_kernel
+from .._checks import check_matrix_free_kernel, check_noise
 from .priors import GammaPrior, LogPrior
 
 __all__ = ["PARAMETRIZATIONS", "LogHyperparameters"]
 
-#: ``"log"``: θ = (log outputscale, log lengthscale(s), log noise);
+#: ``"log"``: θ = (log outputscale, log lengthscale(s), log noise) for an RBF or Matérn
+#: kernel, the log of every positive parameter then log noise for any other kernel;
 #: ``"log_tau"``: θ = (log σ, log τ, log λ) for σ exp(−τ‖x − x'‖²) + λδ, the covariance of
 #: Filippone & Engler (2015), eq. 1.
 PARAMETRIZATIONS = ("log", "log_tau")
@@ -34,13 +37,16 @@ class LogHyperparameters:
     Parameters
     ----------
     kernel
-        A :class:`~pnsolve.kernels.StationaryKernel` (isotropic or ARD), copied: its
-        values are the starting point. The copy is what :meth:`kernel_at` updates.
+        Any family of :mod:`pnsolve.kernels` or an expression of them, copied: its values
+        are the starting point. The copy is what :meth:`kernel_at` updates.
     noise
         Noise variance ``λ > 0`` of the starting point.
     parametrization
-        ``"log"`` (default): ``θ = (log outputscale, log lengthscale_1, …, log
-        lengthscale_d, log noise)`` (one lengthscale unless ARD). ``"log_tau"``: the
+        ``"log"`` (default): for an RBF or Matérn kernel ``θ = (log outputscale, log
+        lengthscale_1, …, log lengthscale_d, log noise)`` (one lengthscale unless ARD);
+        for any other kernel the log of every entry of every positive parameter, in
+        ``kernel.named_parameters()`` order, then ``log noise`` (names such as
+        ``"log_0.outputscale"``, ``"log_1.period"``, ``"log_alpha"``). ``"log_tau"``: the
         covariance of Filippone & Engler (2015), eq. 1,
         ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ``, ``θ = (log σ, log τ, log λ)``; an
         isotropic :class:`~pnsolve.kernels.RBF` with ``τ = 1 / (2 ℓ²)``. The old name
@@ -66,23 +72,13 @@ class LogHyperparameters:
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         noise: float,
         *,
         parametrization: str = "log",
         priors: LogPrior | Sequence[LogPrior] | None = None,
     ) -> None:
-        kernel = check_stationary_kernel(kernel, "LogHyperparameters")
-        others = [
-            name
-            for name, _ in kernel.named_parameters()
-            if name not in ("raw_lengthscale", "raw_outputscale")
-        ]
-        if others:  # θ would leave them out: a posterior over part of the model, unsaid
-            raise ValueError(
-                f"LogHyperparameters covers the lengthscale, outputscale and noise, but "
-                f"{type(kernel).__name__} also has {others}; use an RBF or Matérn kernel"
-            )
+        kernel = check_matrix_free_kernel(kernel, "LogHyperparameters")
         self.noise0 = check_noise(noise)
         if parametrization in _DEPRECATED_PARAMETRIZATIONS:
             new = _DEPRECATED_PARAMETRIZATIONS[parametrization]
@@ -106,16 +102,31 @@ class LogHyperparameters:
         self.kernel = copy.deepcopy(kernel)
         for p in self.kernel.parameters():
             p.requires_grad_(True)
-        ls = self.kernel.ard_dims or 1
+        #: Whether θ is the generic layout (every positive parameter) rather than
+        #: (log outputscale, log lengthscale(s), log noise).
+        self.generic = not _classic(self.kernel)
+        #: ``(raw parameter, slice of θ)`` of the generic layout, in ``named_parameters()``
+        #: order (empty for the classic layout).
+        self._entries: list[tuple[nn.Parameter, slice]] = []
         if parametrization == "log_tau":
             self.names: tuple[str, ...] = ("log_sigma", "log_tau", "log_lambda")
-        elif ls == 1:
-            self.names = ("log_outputscale", "log_lengthscale", "log_noise")
+            self._lengthscales = 1
+        elif self.generic:
+            names: list[str] = []
+            for name, raw in self.kernel.named_parameters():
+                label = "log_" + name.replace("kernels.", "").replace("raw_", "")
+                start = len(names)
+                names += [label] if raw.numel() == 1 else _numbered(label, raw.numel())
+                self._entries.append((raw, slice(start, len(names))))
+            self.names = (*names, "log_noise")
+            self._lengthscales = 0
         else:
-            lengths = tuple(f"log_lengthscale_{i + 1}" for i in range(ls))
+            assert isinstance(self.kernel, StationaryKernel)
+            ls = self.kernel.ard_dims or 1
+            lengths = ("log_lengthscale",) if ls == 1 else _numbered("log_lengthscale", ls)
             self.names = ("log_outputscale", *lengths, "log_noise")
+            self._lengthscales = ls
         self.dim = len(self.names)
-        self._lengthscales = ls
         self.priors = _priors(priors, self.dim)
 
     # ------------------------------------------------------------------ mapping
@@ -124,6 +135,13 @@ class LogHyperparameters:
 
         On the kernel's device (move it to the data's: ``params.initial().to(X.device)``).
         """
+        if self.generic:
+            with torch.no_grad():
+                logs = [torch.log(softplus(raw)).reshape(-1).double() for raw, _ in self._entries]
+                device = logs[0].device if logs else torch.get_default_device()
+                noise = torch.full((1,), math.log(self.noise0), dtype=torch.float64, device=device)
+                return torch.cat([*logs, noise])
+        assert isinstance(self.kernel, StationaryKernel)
         with torch.no_grad():
             log_os = torch.log(self.kernel.outputscale).reshape(1)
             log_ls = torch.log(self.kernel.lengthscale).reshape(-1)
@@ -150,7 +168,18 @@ class LogHyperparameters:
         return theta.detach().to(torch.float64)
 
     def lengthscale(self, theta: torch.Tensor) -> torch.Tensor:
-        """Lengthscale(s) ``ℓ`` at ``θ``: shape ``()`` or ``(d,)``."""
+        """Lengthscale(s) ``ℓ`` at ``θ``: shape ``()`` or ``(d,)`` (RBF and Matérn layouts).
+
+        Raises
+        ------
+        ValueError
+            For the generic layout (read the kernel's parameters from :meth:`kernel_at`).
+        """
+        if self.generic:
+            raise ValueError(
+                f"lengthscale(θ) is defined for an RBF or Matérn kernel's θ; this θ holds "
+                f"{self.names}: read the values from kernel_at(θ)"
+            )
         u = theta[1 : 1 + self._lengthscales]
         if self.parametrization == "log_tau":
             u = -0.5 * (u + math.log(2.0))  # ℓ = (2τ)^(−1/2)
@@ -160,21 +189,27 @@ class LogHyperparameters:
         """Noise variance ``λ = exp(θ_last)``."""
         return math.exp(float(theta[-1]))
 
-    def kernel_at(self, theta: torch.Tensor) -> StationaryKernel:
+    def kernel_at(self, theta: torch.Tensor) -> Kernel:
         """The kernel at ``θ`` (this object's copy, updated in place, gradients zeroed).
 
         The copy moves to ``theta``'s device first if it lives elsewhere (``θ`` lives on
         the data's device), so the kernel is evaluated where the data are.
         """
         theta = self.check(theta)
-        if self.kernel.raw_outputscale.device != theta.device:
+        first = next(self.kernel.parameters(), None)
+        if first is not None and first.device != theta.device:
             self.kernel.to(theta.device)
         with torch.no_grad():
-            self.kernel.raw_outputscale.copy_(inv_softplus(torch.exp(theta[0])))
-            ls = self.lengthscale(theta).to(self.kernel.raw_lengthscale.dtype)
-            self.kernel.raw_lengthscale.copy_(
-                inv_softplus(ls).reshape_as(self.kernel.raw_lengthscale)
-            )
+            if self.generic:
+                for raw, sl in self._entries:
+                    value = torch.exp(theta[sl]).to(raw.dtype).reshape_as(raw)
+                    raw.copy_(inv_softplus(value))
+            else:
+                k = self.kernel
+                assert isinstance(k, StationaryKernel)
+                k.raw_outputscale.copy_(inv_softplus(torch.exp(theta[0])))
+                ls = self.lengthscale(theta).to(k.raw_lengthscale.dtype)
+                k.raw_lengthscale.copy_(inv_softplus(ls).reshape_as(k.raw_lengthscale))
         for p in self.kernel.parameters():
             p.grad = None
         return self.kernel
@@ -199,10 +234,15 @@ class LogHyperparameters:
         """
         k = self.kernel
         out = theta.new_zeros(self.dim, dtype=torch.float64)
-        for raw, sl in (
-            (k.raw_outputscale, slice(0, 1)),
-            (k.raw_lengthscale, slice(1, self.dim - 1)),
-        ):
+        if self.generic:
+            entries = self._entries
+        else:
+            assert isinstance(k, StationaryKernel)
+            entries = [
+                (k.raw_outputscale, slice(0, 1)),
+                (k.raw_lengthscale, slice(1, self.dim - 1)),
+            ]
+        for raw, sl in entries:
             g = torch.zeros_like(raw) if raw.grad is None else raw.grad
             value = torch.nn.functional.softplus(raw.detach())
             part = g.detach() * value / torch.sigmoid(raw.detach())
@@ -231,6 +271,18 @@ class LogHyperparameters:
             f"LogHyperparameters({type(self.kernel).__name__}, names={self.names}, "
             f"parametrization={self.parametrization!r})"
         )
+
+
+def _classic(kernel: Kernel) -> bool:
+    """Whether θ is (log outputscale, log lengthscale(s), log noise): RBF or Matérn."""
+    if not isinstance(kernel, StationaryKernel):
+        return False
+    names = {name for name, _ in kernel.named_parameters()}
+    return names == {"raw_lengthscale", "raw_outputscale"}
+
+
+def _numbered(label: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{label}_{i + 1}" for i in range(count))
 
 
 def _priors(priors: LogPrior | Sequence[LogPrior] | None, dim: int) -> tuple[LogPrior, ...]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ...likelihoods.base import Likelihood
 from ...likelihoods.bernoulli import Bernoulli
 from ...likelihoods.poisson import Poisson
@@ -55,7 +55,7 @@ class CaGPClassifier(CaGP):
     Parameters
     ----------
     kernel
-        A stationary kernel (learned in place).
+        A family of :mod:`pnsolve.kernels` or an expression of them (learned in place).
     num_actions
         ``i``, at most ``n``.
     likelihood
@@ -69,7 +69,7 @@ class CaGPClassifier(CaGP):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         num_actions: int,
         *,
         likelihood: Likelihood | None = None,

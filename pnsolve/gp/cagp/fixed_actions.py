@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ...linops.base import LinearOperator
 from ...policies.base import Policy
 from ...solvers.solver import ProbabilisticLinearSolver
@@ -47,7 +47,7 @@ def policy_actions(
 
 
 def dense_action_products(
-    kernel: StationaryKernel, X: torch.Tensor, backend: str, S: torch.Tensor,
+    kernel: Kernel, X: torch.Tensor, backend: str, S: torch.Tensor,
     y_centred: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
     """``(K S, Sᵀ K S, Sᵀ(y − μ), SᵀS, log |SᵀS|)`` for dense actions ``S`` ``(n, i)``."""

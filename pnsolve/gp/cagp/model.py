@@ -10,7 +10,7 @@ import torch
 
 from ..._core.precision import full_float32
 from ..._core.validation import check_positive_int, require_generator
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ...linops.base import LinearOperator
 from ...linops.scaled_identity import ScaledIdentity
 from ...policies.base import Policy
@@ -18,9 +18,9 @@ from .._checks import (
     check_backend,
     check_choice,
     check_inputs,
+    check_matrix_free_kernel,
     check_mean,
     check_noise,
-    check_stationary_kernel,
     check_targets,
 )
 from .._fitted import FittedModel
@@ -67,7 +67,8 @@ class CaGP(FittedModel[CaGPFitState]):
     Parameters
     ----------
     kernel
-        A stationary kernel (RBF, Matérn); its parameters are learned in place.
+        A family of :mod:`pnsolve.kernels` or an expression of them; its parameters
+        are learned in place.
     noise
         Initial noise variance ``σ² > 0`` (learned; read it back as :attr:`noise`).
     num_actions
@@ -102,7 +103,7 @@ class CaGP(FittedModel[CaGPFitState]):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         noise: float,
         num_actions: int,
         *,
@@ -111,7 +112,7 @@ class CaGP(FittedModel[CaGPFitState]):
         backend: str = "auto",
         mean: float = 0.0,
     ) -> None:
-        self.kernel = check_stationary_kernel(kernel, "CaGP")
+        self.kernel = check_matrix_free_kernel(kernel, "CaGP")
         check_noise(noise)
         self.log_noise = torch.tensor(math.log(float(noise)), dtype=torch.float64, device="cpu")
         self.num_actions = check_positive_int(num_actions, "num_actions")

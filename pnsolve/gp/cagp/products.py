@@ -15,12 +15,13 @@ operator with the dense ``(n, i)`` actions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
 from ...kernels.backends.tiling import DEFAULT_MAX_MEMORY, dense_block, tile_shape
 from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from .segments import block_one_hot, by_matmul
 
 __all__ = ["block_kernel_product"]
@@ -32,7 +33,7 @@ def _tile(n: int, itemsize: int, device: torch.device) -> tuple[int, int]:
 
 
 def block_kernel_product(
-    kernel: StationaryKernel, X: torch.Tensor, values: torch.Tensor, block_of: torch.Tensor, i: int
+    kernel: Kernel, X: torch.Tensor, values: torch.Tensor, block_of: torch.Tensor, i: int
 ) -> torch.Tensor:
     """``K(X, X) S`` for ``S[c, block_of[c]] = values[c]``; shape ``(n, i)``.
 
@@ -46,7 +47,7 @@ def block_kernel_product(
 
 
 def _forward(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X: torch.Tensor,
     values: torch.Tensor,
     block_of: torch.Tensor,
@@ -79,7 +80,7 @@ class _BlockKernelProduct(torch.autograd.Function):
     @staticmethod
     def forward(
         ctx: Any,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         block_of: torch.Tensor,
         i: int,
@@ -93,7 +94,7 @@ class _BlockKernelProduct(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, G: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        kernel: StationaryKernel = ctx.kernel
+        kernel: Kernel = ctx.kernel
         X, block_of, values = ctx.saved_tensors
         need = ctx.needs_input_grad  # (kernel, X, block_of, i, tile, values, *params)
         params = [p for p in kernel.parameters() if p.requires_grad]
@@ -128,13 +129,15 @@ class _BlockKernelProduct(torch.autograd.Function):
         return (None, None, None, None, None, grad_values, *grads)
 
 
-def _analytic(kernel: StationaryKernel) -> bool:
+def _analytic(kernel: Kernel) -> TypeGuard[StationaryKernel]:
     """Whether the backward can use the kernel's closed-form slope ``dκ/dr²``.
 
-    For kernels whose only parameters are the lengthscale and outputscale and whose
-    profile has a finite slope (RBF, Matérn 3/2 and 5/2); otherwise autograd recomputes
-    each tile.
+    For stationary kernels whose only parameters are the lengthscale and outputscale and
+    whose profile has a finite slope (RBF, Matérn 3/2 and 5/2); otherwise (other
+    families, expressions) autograd recomputes each tile.
     """
+    if not isinstance(kernel, StationaryKernel):
+        return False
     own = {id(kernel.raw_lengthscale), id(kernel.raw_outputscale)}
     return kernel.has_profile_slope and all(id(p) in own for p in kernel.parameters())
 

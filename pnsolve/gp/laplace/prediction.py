@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ..belief_posterior import belief_posterior
 from ..posterior import GaussianPosterior
 from .problem import LaplaceProblem, latent_kernel
@@ -18,7 +18,7 @@ __all__ = ["latent_posterior", "predict_from_posterior"]
 
 def latent_posterior(
     state: LaplaceState,
-    kernel: StationaryKernel,
+    kernel: Kernel,
     Xs: torch.Tensor,
     *,
     weights: torch.Tensor | None = None,
@@ -73,7 +73,7 @@ def latent_posterior(
 
 def predict_from_posterior(
     problem: LaplaceProblem,
-    kernel: StationaryKernel,
+    kernel: Kernel,
     Xs: torch.Tensor,
     post: GaussianPosterior,
     method: str = "probit",

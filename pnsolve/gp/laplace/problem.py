@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ...kernels.kernel_matrix import KernelMatrix
 from ...likelihoods.base import Likelihood
 from ...linops.base import LinearOperator
@@ -66,7 +66,7 @@ class LaplaceProblem:
 
 
 def latent_kernel(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X1: torch.Tensor,
     X2: torch.Tensor | None,
     num_latent: int,
@@ -85,7 +85,7 @@ def latent_kernel(
 
 
 def laplace_problem(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     likelihood: Likelihood,
     X: torch.Tensor,
     y: torch.Tensor,

@@ -7,7 +7,7 @@ import abc
 import torch
 
 from ..._core.precision import full_float32
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from .._checks import check_inputs, check_solutions
 from ..pathwise import pathwise_update
 from ._problem import Problem, check_problem
@@ -46,7 +46,7 @@ class GradientEstimator(abc.ABC):
     @full_float32
     def targets(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
@@ -81,7 +81,7 @@ class GradientEstimator(abc.ABC):
     @full_float32
     def backward(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
@@ -137,7 +137,7 @@ class GradientEstimator(abc.ABC):
 
     def posterior_mean(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,

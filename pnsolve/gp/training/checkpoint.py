@@ -128,7 +128,7 @@ def load_checkpoint(path: str | os.PathLike) -> TrainingCheckpoint:
         or any(k not in payload for k in _KEYS)
     ):
         raise ValueError(f"checkpoint {name} is not a pnsolve training checkpoint")
-    log = [StepRecord(**{**r, "lengthscale": tuple(r["lengthscale"])}) for r in payload["log"]]
+    log = [_record(r) for r in payload["log"]]
     return TrainingCheckpoint(**{**{key: payload[key] for key in _KEYS}, "log": log})
 
 
@@ -142,3 +142,9 @@ _DIGESTS = {
 def _identity_mismatch(saved: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
     """``None`` if the two identities agree, else a one-line list of the differing keys."""
     return identity_mismatch(saved, current, _DIGESTS)
+
+
+def _record(r: Mapping[str, Any]) -> StepRecord:
+    """A :class:`StepRecord` from its saved dict (lists back to tuples)."""
+    params = tuple((str(name), tuple(values)) for name, values in r.get("parameters", ()))
+    return StepRecord(**{**r, "lengthscale": tuple(r["lengthscale"]), "parameters": params})

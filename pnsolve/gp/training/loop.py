@@ -13,7 +13,9 @@ from tqdm.auto import tqdm
 from ..._core.precision import full_float32
 from ..._core.statefile import tensor_digest
 from ...kernels.backends.collectives import collective, is_lead, require_process_group
-from .._checks import check_inputs, check_targets
+from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
+from .._checks import check_inputs, check_matrix_free_kernel, check_targets
 from .checkpoint import (
     TrainingCheckpoint,
     _identity_mismatch,
@@ -63,8 +65,9 @@ def train_hyperparameters(
     callback: Callable[[StepRecord], None] | None = None,
     on_resume: Callable[[int], None] | None = None,
     run_info: Mapping[str, object] | None = None,
+    kernel: Kernel | None = None,
 ) -> TrainingResult:
-    """Maximise the marginal likelihood of a Matérn-3/2 ARD GP with iterative solves.
+    """Maximise the marginal likelihood of a GP (Matérn-3/2 ARD by default) with iterative solves.
 
     Each step builds ``K̂ = K + σ²I`` at the current hyperparameters, forms the
     estimator's right-hand sides ``[y, probes]`` (``(n, 1 + s)``), solves them with the
@@ -106,6 +109,13 @@ def train_hyperparameters(
         Extra identity entries (str keys; int, float, str or ``None`` values) stored in
         the checkpoint and compared on resume, e.g. the command line's seed and split,
         so that a mismatch names them.
+    kernel
+        The kernel to train instead of the default Matérn-3/2 ARD one: any family of
+        :mod:`pnsolve.kernels` or an expression of them, trained *in place* from its own
+        values (``config.init`` then sets the starting noise only: ``init_value``). Its
+        structure (classes and parameter shapes) is part of a checkpoint's identity.
+        The ``"pathwise"`` estimator needs random Fourier features (an RBF, Matérn or
+        rational quadratic kernel); use ``"standard"`` or ``"exact"`` otherwise.
 
     Returns
     -------
@@ -125,12 +135,22 @@ def train_hyperparameters(
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     X = check_inputs(X, "X")
     y = check_targets(y, X)
+    if kernel is not None:
+        kernel = check_matrix_free_kernel(kernel, "train_hyperparameters")
+        if config.estimator == "pathwise" and not isinstance(kernel, StationaryKernel):
+            raise ValueError(
+                f"estimator='pathwise' draws random Fourier features of an RBF, Matérn or "
+                f"rational quadratic kernel, not of {kernel!r}; use "
+                "TrainingConfig(estimator='standard') or 'exact'"
+            )
+        kernel.check_inputs(X)
+        run_info = {**(run_info or {}), "kernel": kernel_structure(kernel)}
     identity = _identity(X, y, config, generator, run_info)
     path = None if checkpoint is None else Path(checkpoint)
     saved = _load_shared(path, identity, config.backend)
     if saved is not None and on_resume is not None:
         on_resume(len(saved.log))
-    run = TrainingRun.begin(X, y, config, generator, saved)
+    run = TrainingRun.begin(X, y, config, generator, saved, kernel)
     lead = is_lead(config.backend)  # with backend="distributed" only rank 0 shows and writes
     bar = tqdm(
         range(len(run.log), config.steps),
@@ -157,6 +177,13 @@ def train_hyperparameters(
     finally:
         bar.close()  # ends the bar's line, also on Ctrl-C
     return run.result()
+
+
+def kernel_structure(kernel: Kernel) -> str:
+    """The classes and parameter shapes of a kernel (not its values): a run's identity."""
+    modules = ",".join(f"{name or '.'}:{type(m).__name__}" for name, m in kernel.named_modules())
+    shapes = ",".join(f"{name}{list(p.shape)}" for name, p in kernel.named_parameters())
+    return f"{modules};{shapes}"
 
 
 def _load_shared(

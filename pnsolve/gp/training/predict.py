@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...iterative import KernelSystem
+from .._checks import check_stationary_kernel
 from ..exact import ExactGP
 from ..mll_estimators import PathwiseEstimator
 from .config import TrainingConfig
@@ -69,17 +70,18 @@ def predictive(
         config = TrainingConfig(
             solver="cg", tol=config.tol, num_features=config.num_features, backend=config.backend
         )
+    kernel = check_stationary_kernel(result.kernel, "predictive(method='pathwise')")
     est = PathwiseEstimator(num_samples, config.num_features, generator=generator)
     noise = torch.tensor(result.noise, dtype=X.dtype, device=X.device)
     yc = y - result.mean
     with torch.no_grad():
-        B = est.targets(result.kernel, X, noise, yc)
+        B = est.targets(kernel, X, noise, yc)
         solver = make_solver(config, X.shape[0])
         assert solver is not None  # config.solver is "cg" or "ap" here
-        system = KernelSystem(result.kernel, X, noise, backend=config.backend)
+        system = KernelSystem(kernel, X, noise, backend=config.backend)
         V, _ = solver.solve(system, B, None, generator=generator)
-        samples = est.posterior_samples(result.kernel, X, noise, yc, V, Xs)
-        latent = est.posterior_mean(result.kernel, X, noise, yc, V, Xs)
+        samples = est.posterior_samples(kernel, X, noise, yc, V, Xs)
+        latent = est.posterior_mean(kernel, X, noise, yc, V, Xs)
         # the samples' expectation is the latent mean k(Xs, X) v_y: average around it
         var = (samples - latent.unsqueeze(-1)).square().mean(dim=1) + result.noise
     return result.mean + latent, var

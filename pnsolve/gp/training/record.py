@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 import torch
 
 from ...iterative import KernelSolveInfo
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 
 __all__ = ["StepRecord", "StepSolve", "TrainingResult"]
 
@@ -83,9 +83,14 @@ class StepRecord:
     seconds
         Wall time of the step (solve + gradient + Adam update).
     lengthscale
-        Tuple of the ``d`` lengthscales *before* the update.
+        Tuple of the ``d`` lengthscales *before* the update (empty for a kernel other
+        than an RBF, Matérn or rational quadratic one).
     outputscale, noise
-        Before the update.
+        Before the update (``outputscale`` is NaN for a kernel without one).
+    parameters
+        Every positive parameter of the kernel before the update, as ``(name, values)``
+        pairs in ``kernel.named_parameters()`` order (``raw_`` dropped); empty for the
+        default Matérn model.
     """
 
     step: int
@@ -100,6 +105,7 @@ class StepRecord:
     lengthscale: tuple[float, ...]
     outputscale: float
     noise: float
+    parameters: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 @dataclass
@@ -127,7 +133,7 @@ class TrainingResult:
         further solve (:meth:`PathwiseEstimator.posterior_samples`).
     """
 
-    kernel: StationaryKernel
+    kernel: Kernel
     noise: float
     mean: float
     log: list[StepRecord] = field(default_factory=list)

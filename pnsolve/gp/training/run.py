@@ -17,6 +17,7 @@ from ...iterative import (
 )
 from ...iterative.sgd import DEFAULT_LEARNING_RATE
 from ...kernels.base import inv_softplus, softplus
+from ...kernels.kernel import Kernel
 from ...kernels.matern import Matern
 from ..mll_estimators import (
     ExactEstimator,
@@ -28,6 +29,7 @@ from .checkpoint import TrainingCheckpoint
 from .config import TrainingConfig
 from .heuristic import initial_hyperparameters
 from .record import StepRecord, StepSolve, TrainingResult
+from .summary import hyperparameter_summary
 
 __all__ = ["TrainingRun", "make_estimator", "make_solver"]
 
@@ -76,18 +78,27 @@ def make_estimator(config: TrainingConfig, generator: torch.Generator) -> Gradie
 
 
 class _Model(nn.Module):
-    """Matérn-3/2 ARD kernel and softplus noise: the trained parameters."""
+    """The kernel (Matérn-3/2 ARD unless one is given) and softplus noise: the parameters."""
 
     def __init__(
-        self, lengthscale: torch.Tensor, outputscale: float, noise: float, min_noise: float
+        self,
+        lengthscale: torch.Tensor,
+        outputscale: float,
+        noise: float,
+        min_noise: float,
+        kernel: Kernel | None = None,
     ) -> None:
         super().__init__()
         # kernel hyperparameters are stored in float64 (pnsolve's rule, cast to the
         # data's dtype at evaluation); the noise lives in the data's dtype
-        self.kernel = Matern(
-            nu=1.5,
-            lengthscale=lengthscale,
-            outputscale=lengthscale.new_tensor(outputscale),
+        self.kernel: Kernel = (
+            kernel
+            if kernel is not None
+            else Matern(
+                nu=1.5,
+                lengthscale=lengthscale,
+                outputscale=lengthscale.new_tensor(outputscale),
+            )
         )
         raw = inv_softplus(lengthscale.new_tensor(max(noise - min_noise, 1e-12)))
         self.raw_noise = nn.Parameter(raw)
@@ -116,6 +127,7 @@ class TrainingRun:
     solver: KernelSolver | None
     log: list[StepRecord]
     solutions: torch.Tensor | None = None  # (n, 1 + s): the last step's, the next warm start
+    custom_kernel: bool = False  # a kernel given by the caller (not the default Matérn)
 
     @classmethod
     def begin(
@@ -125,15 +137,20 @@ class TrainingRun:
         config: TrainingConfig,
         generator: torch.Generator,
         saved: TrainingCheckpoint | None,
+        kernel: Kernel | None = None,
     ) -> TrainingRun:
-        """A fresh run (initial hyperparameters), or the one ``saved`` restored."""
+        """A fresh run (initial hyperparameters), or the one ``saved`` restored.
+
+        ``kernel`` (trained in place) replaces the default Matérn-3/2 ARD kernel.
+        """
         mean = float(y.mean())
         yc = y - mean
-        model = _initial_model(X, yc, config, generator, fresh=saved is None)
+        model = _initial_model(X, yc, config, generator, fresh=saved is None, kernel=kernel)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
         estimator = make_estimator(config, generator)
         run = cls(X, yc, mean, config, generator, model, opt, estimator,
-                  make_solver(config, X.shape[0]), log=[])  # fmt: skip
+                  make_solver(config, X.shape[0]), log=[],
+                  custom_kernel=kernel is not None)  # fmt: skip
         if saved is not None:
             run.restore(saved)
         return run
@@ -162,11 +179,7 @@ class TrainingRun:
         t0 = time.perf_counter()
         config, model = self.config, self.model
         noise = model.noise()
-        before = (
-            tuple(float(v) for v in model.kernel.lengthscale.detach().reshape(-1)),
-            float(model.kernel.outputscale.detach()),
-            float(noise.detach()),
-        )
+        before = (*hyperparameter_summary(model.kernel, self.custom_kernel), float(noise.detach()))
         self.optimizer.zero_grad()
         if not config.warm_start and config.estimator != "exact":
             _stochastic(self.estimator).resample(self.generator)
@@ -194,7 +207,8 @@ class TrainingRun:
             seconds=time.perf_counter() - t0,
             lengthscale=before[0],
             outputscale=before[1],
-            noise=before[2],
+            parameters=before[2],
+            noise=before[3],
         )
         self.log.append(record)
         return record
@@ -247,13 +261,18 @@ def _initial_model(
     generator: torch.Generator,
     *,
     fresh: bool,
+    kernel: Kernel | None = None,
 ) -> _Model:
     """The module at the initial hyperparameters.
 
     The heuristic draws from ``generator`` only for a fresh run; a resumed one loads its
-    parameters over these.
+    parameters over these. A given ``kernel`` starts at its own values and the noise at
+    ``config.init_value`` (the heuristic fits Matérn kernels: it does not apply).
     """
     d = X.shape[1]
+    if kernel is not None:
+        one = torch.ones(d, dtype=X.dtype, device=X.device)
+        return _Model(one, 1.0, config.init_value, config.min_noise, kernel).to(X.device)
     if fresh and config.init == "heuristic":
         ls, os_, noise0 = initial_hyperparameters(
             X,
@@ -271,7 +290,7 @@ def _initial_model(
     return _Model(ls.to(X.dtype), os_, noise0, config.min_noise).to(X.device)
 
 
-def _cholesky_solve(kernel: Matern, X: torch.Tensor, noise: float, B: torch.Tensor) -> torch.Tensor:
+def _cholesky_solve(kernel: Kernel, X: torch.Tensor, noise: float, B: torch.Tensor) -> torch.Tensor:
     """``K̂⁻¹ B`` by a dense Cholesky factorisation (the ``"cholesky"`` solver)."""
     K = kernel(X)
     K.diagonal().add_(noise)

@@ -122,7 +122,10 @@ class _Block:
         offset = self.start if B is None else None  # a row block of a symmetric matrix
         name = owner._local
         if name == "auto":
-            name = choose_backend(max(1, rows.shape[0]), cols.shape[0], A.dtype, A.device)
+            name = choose_backend(
+                max(1, rows.shape[0]), cols.shape[0], A.dtype, A.device,
+                keops=owner.kernel.has_keops_formula,
+            )  # fmt: skip
         self.backend_name = name
         self.impl: Any
         if name == "dense":

@@ -43,10 +43,15 @@ def _params(parametrization="log_tau"):
     [
         pn.kernels.RBF(lengthscale=0.8, outputscale=1.2),
         pn.kernels.Matern(nu=1.5, lengthscale=torch.tensor([0.7, 1.3]), outputscale=1.5),
+        pn.kernels.RationalQuadratic(0.9, 1.5),
+        pn.kernels.Constant(0.8) * pn.kernels.RBF(0.9)
+        + pn.kernels.Periodic(torch.tensor([1.1, 0.7]), 1.3) * pn.kernels.Linear(0.4)
+        + pn.kernels.White(0.05),
     ],
-    ids=["rbf", "matern-ard"],
+    ids=["rbf", "matern-ard", "rq", "expression"],
 )
 def test_exact_gradient_matches_central_differences(kernel):
+    """Every positive parameter is in θ (the generic layout for all but RBF and Matérn)."""
     g = torch.Generator().manual_seed(0)
     X = torch.randn(40, 2, generator=g, dtype=F64)
     y = torch.randn(40, generator=g, dtype=F64)
