@@ -93,6 +93,8 @@ def run_fit(args: argparse.Namespace) -> int:
 
     if args.lr is None:  # --lr's default is each method's own
         args.lr = TrainingConfig().lr
+    if args.kernel is not None and "estimator" not in getattr(args, "given", {}):
+        args.estimator = "standard"  # pathwise needs one stationary kernel's features
     config = config_from_arguments(TrainingConfig, args, epochs_budget=budget)
     try:
         return _run(args, config)
@@ -105,9 +107,18 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def _check_method_options(args: argparse.Namespace) -> None:
-    """Refuse the options given on the command line that the chosen ``--method`` ignores."""
+    """Refuse the options given on the command line that the chosen ``--method`` ignores.
+
+    Also reads ``--kernel`` once (for one input column) so that a bad expression is a
+    usage error before any data are loaded.
+    """
     from .main import UsageError
 
+    if args.kernel is not None:
+        try:
+            cli_kernel(args.kernel, 1)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
     given = getattr(args, "given", {})
     if args.method == "cagp":
         wrong = [given[name] for name in MLL_OPTIONS if name in given]
@@ -240,10 +251,12 @@ def _train(args: argparse.Namespace, config, X: torch.Tensor, y: torch.Tensor, g
             flush=True,
         )
 
+    kernel = None if args.kernel is None else cli_kernel(args.kernel, X.shape[1])
     return train_hyperparameters(
         X,
         y,
         config,
+        kernel=kernel,
         generator=gen,
         checkpoint=args.checkpoint,
         progress=not args.no_progress,
@@ -258,12 +271,34 @@ def _train(args: argparse.Namespace, config, X: torch.Tensor, y: torch.Tensor, g
 
 
 def _report_hyperparameters(kernel, noise: float) -> None:
-    """The learned noise variance, outputscale and range of the lengthscales."""
+    """The learned noise variance and the kernel's values (scale and lengthscale range)."""
+    from ..kernels import StationaryKernel
+
+    if not isinstance(kernel, StationaryKernel):
+        from ..gp.training.summary import named_values
+
+        values = ", ".join(f"{name} {_range(v)}" for name, v in named_values(kernel))
+        print(f"hyperparameters: noise {noise:.4g}, kernel {kernel!r}: {values}")
+        return
     ls = kernel.lengthscale.detach().reshape(-1)
     print(
         f"hyperparameters: noise {noise:.4g}, outputscale "
         f"{float(kernel.outputscale.detach()):.4g}, lengthscales {ls.min():.3g}..{ls.max():.3g}"
     )
+
+
+def _range(values: tuple[float, ...]) -> str:
+    return f"{values[0]:.4g}" if len(values) == 1 else f"{min(values):.3g}..{max(values):.3g}"
+
+
+def cli_kernel(text: str, d: int):
+    """``--kernel``'s expression as a kernel for ``d`` input columns (errors name the option)."""
+    from ..kernels import from_expression
+
+    try:
+        return from_expression(text, d)
+    except ValueError as e:
+        raise ValueError(f"--kernel: {e}") from e
 
 
 def _report_fit(result, config) -> None:

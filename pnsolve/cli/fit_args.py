@@ -59,7 +59,8 @@ def add_fit_parser(sub: argparse._SubParsersAction) -> None:
         help="fit Matérn-3/2 ARD hyperparameters with CG/AP/SGD and standard/pathwise "
         "gradients, or a CaGP by its ELBO",
         description=(
-            "Fit the hyperparameters of a Matérn-3/2 ARD GP by Adam, then print the test "
+            "Fit the hyperparameters of a GP (a Matérn-3/2 ARD kernel, or --kernel) by Adam, "
+            "then print the test "
             "RMSE and test log-likelihood (standardised targets). --method mll (the "
             "default) maximises the marginal likelihood with gradients from iterative "
             "linear solves (Lin et al., 2024); --method cagp fits a computation-aware GP "
@@ -116,12 +117,22 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--estimator; cagp: a computation-aware GP (pn.gp.CaGP) by its ELBO, with "
         "--num-actions and --blocks",
     )
+    fit.add_argument(
+        "--kernel",
+        default=None,
+        help='the kernel as an expression, e.g. "rbf + periodic(period=12) * linear[0]" '
+        "(families rbf, matern, matern12/32/52, rq, periodic, cosine, linear, polynomial, "
+        "constant, white, sm; + and *, a number times a kernel, keyword arguments in (), "
+        "columns in []; see pn.kernels.from_expression); trained from its own start "
+        "values (--init sets the noise only); default: Matérn-3/2 ARD",
+    )
     fit.add_argument("--solver", choices=SOLVERS, default="cg", help="--method mll's linear solver")
     fit.add_argument(
         "--estimator",
         choices=ESTIMATORS,
         default="pathwise",
-        help="--method mll's gradient estimator",
+        help="--method mll's gradient estimator (default pathwise; standard with --kernel, "
+        "as pathwise needs the random Fourier features of one rbf, matern or rq kernel)",
     )
     fit.add_argument(
         "--warm-start",

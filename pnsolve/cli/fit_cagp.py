@@ -118,7 +118,12 @@ def _model(args: argparse.Namespace, X: torch.Tensor, y: torch.Tensor, i: int, g
     else:
         ls = torch.ones(X.shape[1], dtype=X.dtype, device=X.device)
         outputscale, noise = 1.0, 1.0
-    kernel = Matern(nu=1.5, lengthscale=ls.to(X.dtype), outputscale=ls.new_tensor(outputscale))
+    if args.kernel is not None:
+        from .fit import cli_kernel
+
+        kernel = cli_kernel(args.kernel, X.shape[1])
+    else:
+        kernel = Matern(nu=1.5, lengthscale=ls.to(X.dtype), outputscale=ls.new_tensor(outputscale))
     return CaGP(kernel, noise, i, blocks=args.blocks, backend=args.backend, mean=mean)
 
 

@@ -14,6 +14,7 @@ a regular grid; every kernel follows the :class:`Kernel` protocol the GP models 
 from .base import StationaryKernel
 from .composite import Product, Scale, Sum
 from .constant import Constant, White
+from .expression import from_expression
 from .gpytorch_interop import GPyTorchKernel, from_gpytorch
 from .grid_interpolation import GridInterpolation
 from .kernel import Kernel
@@ -47,6 +48,7 @@ __all__ = [
     "StationaryKernel",
     "Sum",
     "White",
+    "from_expression",
     "from_gpytorch",
     "from_sklearn",
     "to_sklearn",

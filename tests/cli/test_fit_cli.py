@@ -111,3 +111,25 @@ def test_sgd_without_budget_gets_a_default_budget(tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "epochs per step" in out and "test RMSE:" in out
+
+
+def test_fit_takes_a_kernel_expression(tmp_path: Path, capsys):
+    data = _csv(tmp_path / "toy.csv")
+    args = ["fit", "--data", str(data), "--kernel", "rbf + periodic(period=2) * linear[0]"]
+    rc = main([*args, "--steps", "3", "--num-probes", "4", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "estimator standard" in out  # pathwise needs one stationary kernel's features
+    assert "kernel (RBF(" in out and "1.0.period" in out
+    rc = main(["fit", "--data", str(data), "--kernel", "rbf + gauss", "--steps", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--kernel" in err and "unknown kernel 'gauss'" in err
+
+
+def test_fit_cagp_takes_a_kernel_expression(tmp_path: Path, capsys):
+    data = _csv(tmp_path / "toy.csv")
+    args = ["fit", "--data", str(data), "--method", "cagp", "--kernel", "matern52 + white"]
+    rc = main([*args, "--steps", "2", "--num-actions", "8", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "White(noise=" in out
