@@ -63,6 +63,7 @@ class StationaryKernel(Kernel):
     separable: bool = False
     matrix_free = True
     has_keops_formula = True
+    stationary = True
 
     def __init__(
         self,

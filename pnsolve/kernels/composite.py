@@ -48,6 +48,11 @@ class _Composite(Kernel):
         """Whether every part has a KeOps formula."""
         return all(k.has_keops_formula for k in self.parts)
 
+    @property
+    def stationary(self) -> bool:  # type: ignore[override]
+        """Whether every part is stationary."""
+        return all(k.stationary for k in self.parts)
+
     def input_dims(self) -> tuple[int | None, int]:
         """The strictest requirement of the parts (they must agree on an exact ``d``)."""
         exact: int | None = None
@@ -300,6 +305,11 @@ class Scale(Kernel):
     def has_keops_formula(self) -> bool:  # type: ignore[override]
         """Whether the scaled kernel has a KeOps formula."""
         return self.base_kernel.has_keops_formula
+
+    @property
+    def stationary(self) -> bool:  # type: ignore[override]
+        """Whether the scaled kernel is stationary."""
+        return self.base_kernel.stationary
 
     @property
     def tile_buffers(self) -> int:  # type: ignore[override]

@@ -37,6 +37,8 @@ class Constant(LeafKernel):
 
     tile_is_ones = True
 
+    stationary = True
+
     def __init__(
         self, value: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:

@@ -101,9 +101,11 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    """Recursive descent: ``sum := product ('+' product)*``, ``product := factor ('*'
-    factor)*``, ``factor := number | name ['(' key=number, ... ')'] ['[' int, ... ']'] |
-    '(' sum ')'``."""
+    """Recursive descent over the tokens.
+
+    ``sum := product ('+' product)*``, ``product := factor ('*' factor)*``,
+    ``factor := number | name ['(' key=number, ... ')'] ['[' int, ... ']'] | '(' sum ')'``.
+    """
 
     def __init__(self, text: str, d: int) -> None:
         self.text, self.d = text, d
@@ -242,8 +244,9 @@ def from_expression(text: str, input_dim: int) -> Kernel:
     Examples
     --------
     >>> import pnsolve as pn
-    >>> pn.kernels.from_expression("rbf + periodic(period=2) * linear", input_dim=1)
-    (RBF(lengthscale=[1.0], outputscale=1) + (Periodic(lengthscale=1, period=2) * Linear(variance=1)))
+    >>> k = pn.kernels.from_expression("rbf + periodic(period=2) * linear", input_dim=1)
+    >>> [type(p).__name__ for p in k.parts]
+    ['RBF', 'Product']
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"kernel expression must be a non-empty string, got {text!r}")

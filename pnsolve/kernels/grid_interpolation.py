@@ -100,11 +100,17 @@ class GridInterpolation(Kernel):
         grid_bounds: Sequence[tuple[float, float]] | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(base_kernel, StationaryKernel):
+        if not isinstance(base_kernel, Kernel) or not base_kernel.stationary:
             raise TypeError(
-                "base_kernel must be a stationary pnsolve kernel (pn.kernels.RBF or Matern): "
-                "K_UU on a regular grid is Toeplitz only for stationary kernels; got "
-                f"{type(base_kernel).__name__}"
+                "base_kernel must be a stationary pnsolve kernel (RBF, Matern, "
+                "RationalQuadratic, Periodic, Cosine, SpectralMixture, Constant, or sums "
+                "and products of them): K_UU on a regular grid is Toeplitz only for "
+                f"stationary kernels; got {base_kernel!r}"
+            )
+        if _reads_columns(base_kernel):
+            raise ValueError(
+                "the base kernel of GridInterpolation must read every input column (no "
+                f"active_dims): the grid spans all of them; got {base_kernel!r}"
             )
         self.base_kernel = base_kernel
         self._sizes = _check_grid_size(grid_size)
@@ -113,7 +119,7 @@ class GridInterpolation(Kernel):
             "grid_size": None if len(self._sizes) == 1 and isinstance(grid_size, int)
             else len(self._sizes),
             "grid_bounds": None if self.grid_bounds is None else len(self.grid_bounds),
-            "the base kernel's ARD lengthscales": base_kernel.ard_dims,
+            "the base kernel's ARD lengthscales": base_kernel.input_dims()[0],
         }  # fmt: skip
         known = {k: v for k, v in dims.items() if v is not None}
         if len(set(known.values())) > 1:
@@ -169,12 +175,15 @@ class GridInterpolation(Kernel):
     # ------------------------------------------------------- grid kernel values
     def _offset_kernel(self, grid: Grid, offsets: torch.Tensor, dtype, device) -> torch.Tensor:
         """``k(u_a, u_b)`` for integer grid offsets ``|a − b|`` of shape ``(..., d)``."""
-        ls = self.base_kernel.lengthscale.to(dtype=dtype, device=device)
-        ls = ls.expand(grid.dim) if ls.ndim == 0 else ls
         h = torch.tensor(grid.spacing, dtype=dtype, device=device)
+        base = self.base_kernel
+        if not isinstance(base, StationaryKernel):
+            return _at_lags(base, offsets.to(dtype) * h)
+        ls = base.lengthscale.to(dtype=dtype, device=device)
+        ls = ls.expand(grid.dim) if ls.ndim == 0 else ls
         z = offsets.to(dtype) * (h / ls)
-        scale = self.base_kernel.outputscale.to(dtype=dtype, device=device)
-        return scale * self.base_kernel.profile((z * z).sum(-1))
+        scale = base.outputscale.to(dtype=dtype, device=device)
+        return scale * base.profile((z * z).sum(-1))
 
     def grid_matrix(
         self, grid: Grid, dtype: torch.dtype, device: torch.device | str
@@ -183,22 +192,28 @@ class GridInterpolation(Kernel):
 
         A Kronecker product of ``d`` symmetric Toeplitz factors when the base kernel is
         separable (RBF), else one ``d``-level symmetric Toeplitz operator (Matérn,
-        ``d ≥ 2``): both exact, both differentiable in the hyperparameters.
+        ``d ≥ 2``, and every stationary expression, whose first column is the kernel at
+        the grid's lags): both exact, both differentiable in the hyperparameters.
         """
-        scale = self.base_kernel.outputscale.to(dtype=dtype, device=device)
-        ls = self.base_kernel.lengthscale.to(dtype=dtype, device=device)
+        base = self.base_kernel
+        if not isinstance(base, StationaryKernel):
+            axes = [grid.offsets(j, dtype, torch.device(device)) for j in range(grid.dim)]
+            lags = torch.stack(torch.meshgrid(*axes, indexing="ij"), dim=-1)
+            return Toeplitz(_at_lags(base, lags), is_psd=True)
+        scale = base.outputscale.to(dtype=dtype, device=device)
+        ls = base.lengthscale.to(dtype=dtype, device=device)
         # squared scaled offsets i·h_j/ℓ_j per axis: every entry of K_UU is built from them
         z2 = []
         for j in range(grid.dim):
             z = grid.offsets(j, dtype, torch.device(device)) / (ls if ls.ndim == 0 else ls[j])
             z2.append(z * z)
-        if grid.dim == 1 or not self.base_kernel.separable:
+        if grid.dim == 1 or not base.separable:
             # κ(Σ_j z_j²) on the (m₁, …, m_d) offset grid, by broadcasting the axes' squares
             r2 = z2[0]
             for a in z2[1:]:
                 r2 = r2.unsqueeze(-1) + a
-            return Toeplitz(scale * self.base_kernel.profile(r2), is_psd=True)
-        columns = [self.base_kernel.profile(a) for a in z2]
+            return Toeplitz(scale * base.profile(r2), is_psd=True)
+        columns = [base.profile(a) for a in z2]
         columns[0] = scale * columns[0]  # the outputscale once, on the first factor
         return Kronecker(*[Toeplitz(c, is_psd=True) for c in columns])
 
@@ -388,3 +403,14 @@ def _data_bounds(X: torch.Tensor) -> list[tuple[float, float]]:
         (float(a - DATA_MARGIN * s), float(b + DATA_MARGIN * s))
         for a, b, s in zip(lo, hi, span, strict=True)
     ]
+
+
+def _at_lags(kernel: Kernel, lags: torch.Tensor) -> torch.Tensor:
+    """``k(τ, 0)`` of a stationary kernel for lags ``τ`` of shape ``(..., d)``, differentiable."""
+    flat = lags.reshape(-1, lags.shape[-1])
+    return kernel._paired(flat, torch.zeros_like(flat)).reshape(lags.shape[:-1])
+
+
+def _reads_columns(kernel: Kernel) -> bool:
+    """Whether the kernel or one of its parts has ``active_dims``."""
+    return any(getattr(m, "active_dims", None) is not None for m in kernel.modules())

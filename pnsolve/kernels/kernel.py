@@ -59,6 +59,9 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
     tile_is_ones: bool = False
     #: Whether :meth:`keops_formula` exists (``backend="auto"`` picks KeOps only then).
     has_keops_formula: bool = False
+    #: Whether ``k(x, x')`` depends on ``x − x'`` only (SKI's Toeplitz grid matrices need
+    #: it; white noise, which depends on the points' identity, does not count).
+    stationary: bool = False
 
     # ------------------------------------------------------------- validation
     def input_dims(self) -> tuple[int | None, int]:

@@ -51,6 +51,8 @@ class Periodic(LeafKernel):
     1.0
     """
 
+    stationary = True
+
     def __init__(
         self,
         lengthscale: float | torch.Tensor = 1.0,
@@ -186,6 +188,8 @@ class Cosine(LeafKernel):
     >>> round(pn.kernels.Cosine(period=2.0)(X)[0, 1].item(), 12)
     0.0
     """
+
+    stationary = True
 
     def __init__(
         self, period: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None

@@ -61,6 +61,8 @@ class SpectralMixture(LeafKernel):
     1.0
     """
 
+    stationary = True
+
     def __init__(
         self,
         num_mixtures: int,

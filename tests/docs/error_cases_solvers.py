@@ -20,6 +20,17 @@ import pnsolve as pn
 from pnsolve.testing.device import lazy_device
 
 
+def _wrapped_gpytorch_on_keops():
+    import gpytorch
+
+    class Custom(gpytorch.kernels.RBFKernel):  # a subclass: wrapped, not mapped
+        pass
+
+    k = pn.kernels.from_gpytorch(Custom().double())
+    X = torch.ones(4, 1, dtype=torch.float64)
+    return k.linop(X, backend="keops") @ torch.ones(4, 1, dtype=torch.float64)
+
+
 def _features_after_alpha_moved() -> torch.Tensor:
     k = pn.kernels.RationalQuadratic(lengthscale=0.8, alpha=0.6)
     f = pn.kernels.RandomFourierFeatures(
@@ -337,6 +348,36 @@ SOLVER_CASES: dict[str, Case] = {
         lambda: _features_after_alpha_moved(),
         ValueError,
         "spectral parameters changed since these random features were drawn",
+    ),
+    "kernel-expression": Case(
+        "kernels",
+        "an unknown family in a kernel expression (the CLI's --kernel)",
+        lambda: pn.kernels.from_expression("rbf + gauss", input_dim=2),
+        ValueError,
+        "unknown kernel 'gauss'",
+    ),
+    "kernel-active-dims": Case(
+        "kernels",
+        "a column an active_dims names that the inputs do not have",
+        lambda: pn.kernels.Linear(active_dims=[3])(torch.ones(4, 2, dtype=torch.float64)),
+        ValueError,
+        "X1 has 2 input dimensions but the kernel's active_dims reach column 3",
+    ),
+    "kernel-parts-ard": Case(
+        "kernels",
+        "parts of a sum or product with different numbers of ARD lengthscales",
+        lambda: (pn.kernels.RBF(torch.ones(2)) + pn.kernels.Periodic(torch.ones(3), 1.0))(
+            torch.ones(4, 2, dtype=torch.float64)
+        ),
+        ValueError,
+        "give them active_dims or equal ARD sizes",
+    ),
+    "kernel-no-keops-formula": Case(
+        "kernels",
+        "backend='keops' for a wrapped GPyTorch kernel",
+        lambda: _wrapped_gpytorch_on_keops(),
+        NotImplementedError,
+        'backend="keops" needs a KeOps formula',
     ),
     "kernel-complex": Case(
         "kernels",

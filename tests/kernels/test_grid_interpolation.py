@@ -273,3 +273,41 @@ def test_dense_evaluation_in_column_blocks(monkeypatch):
     for a, b in zip(full, blocks, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=exact_tol(F64, 144))
     torch.testing.assert_close(full[0], full[1].mT, rtol=0, atol=exact_tol(F64, 144))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pn.kernels.RBF(0.7) + pn.kernels.Matern(nu=2.5, lengthscale=1.3)
+        * pn.kernels.Periodic(1.0, 2.0),
+        lambda: pn.kernels.SpectralMixture(2) + pn.kernels.Constant(0.3),
+    ],
+    ids=["sum-of-products", "spectral-mixture"],
+)
+def test_stationary_expressions_on_the_grid_converge_like_cubic_interpolation(make):
+    """A stationary expression's grid matrix is its values at the grid's lags (Toeplitz):
+    the SKI error falls like h⁴ (cubic convolution), about 16× per halving of h."""
+    base = make()
+    X = torch.linspace(0, 10, 200, dtype=torch.float64).unsqueeze(-1)
+    with torch.no_grad():
+        K = base(X)
+        errors = [
+            float((pn.kernels.GridInterpolation(base, grid_size=m)(X) - K).abs().max())
+            for m in (100, 200)
+        ]
+    assert errors[1] < errors[0] / 8
+    assert errors[1] < 1e-3 * float(K.abs().max())
+
+
+@pytest.mark.parametrize(
+    ("base", "error"),
+    [
+        (lambda: pn.kernels.RBF() + pn.kernels.White(0.1), TypeError),
+        (lambda: pn.kernels.Linear(), TypeError),
+        (lambda: pn.kernels.RBF(active_dims=[0]), ValueError),
+    ],
+    ids=["white", "linear", "active-dims"],
+)
+def test_non_stationary_or_column_restricted_bases_are_refused_by_name(base, error):
+    with pytest.raises(error, match="base"):
+        pn.kernels.GridInterpolation(base(), grid_size=10)
