@@ -33,8 +33,8 @@ on a CPU is 3–5× slower than the chunked backend, and a full product would no
 time budget.
 
 Usage: ``python benchmarks/bench_kernel_algebra.py [--quick]``; about 10 minutes on the
-2-core reference machine with a warm KeOps cache (``--quick``: about 2 minutes; a cold
-KeOps cache adds up to 20 compilations of ~7 s).
+2-core reference machine with a warm KeOps cache (608 s at a load average of 7;
+``--quick``: under 2 minutes; a cold KeOps cache adds up to 20 compilations of ~7 s).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from pathlib import Path
 SCRIPTS = [
     "bench_cg.py",
     "bench_kernel_matrix.py",
+    "bench_kernel_algebra.py",  # fused k1 + k2, chunked and keops: about 10 minutes (--quick: 2)
     "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 1.5 minutes
     "bench_pls.py",
     "bench_ulisse.py",

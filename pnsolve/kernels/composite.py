@@ -125,7 +125,7 @@ class Sum(_Composite):
         """The first part's scratch, and one tile for each later non-constant part's values."""
         need = self.parts[0].tile_buffers
         for k in self.parts[1:]:
-            if not k.tile_is_ones:
+            if not (k.tile_is_ones or k.tile_is_diagonal):
                 need = max(need, 1 + k.tile_buffers)
         return need
 
@@ -164,6 +164,10 @@ class Sum(_Composite):
         for j, k in enumerate(rest, start=1):
             if k.tile_is_ones:
                 s.add_(ratios[j - 1])
+                continue
+            if k.tile_is_diagonal:  # white noise: only the self pairs, no tile
+                if diag is not None:
+                    s.diagonal(diag).add_(ratios[j - 1])
                 continue
             w = work[0]
             k.fill_tile_(w, a[j], b[j], diag, work[1:])
@@ -211,13 +215,40 @@ class Product(_Composite):
     _symbol = "*"
 
     @property
+    def tile_exp(self) -> bool:  # type: ignore[override]
+        """Whether every non-constant part is an exp tile (then so is the product)."""
+        parts = [k for k in self.parts if not k.tile_is_ones]
+        return bool(parts) and all(k.tile_exp for k in parts)
+
+    def _groups(self) -> tuple[list[int], list[int]]:
+        """``(exp parts fused into one GEMM, other non-constant parts)`` by index.
+
+        Two or more exp parts (RBF, periodic) share one GEMM of their concatenated
+        operands and one ``exp``: ``exp(a₁b₁ᵀ) exp(a₂b₂ᵀ) = exp([a₁ a₂][b₁ b₂]ᵀ)``.
+        """
+        live = [j for j, k in enumerate(self.parts) if not k.tile_is_ones]
+        fused = [j for j in live if self.parts[j].tile_exp]
+        if len(fused) < 2:
+            fused = []
+        return fused, [j for j in live if j not in fused]
+
+    @property
     def tile_buffers(self) -> int:  # type: ignore[override]
-        """The first non-constant part's scratch, and one tile for each later one's values."""
-        parts = [k for k in self.parts if not k.tile_is_ones] or [self.parts[0]]
-        need = parts[0].tile_buffers
-        for k in parts[1:]:
-            need = max(need, 1 + k.tile_buffers)
+        """The first part's scratch, and one tile for each later one's values."""
+        fused, rest = self._groups()
+        if not fused and not rest:
+            return self.parts[0].tile_buffers
+        need = 0 if fused else self.parts[rest[0]].tile_buffers
+        for j in rest if fused else rest[1:]:
+            need = max(need, 1 + self.parts[j].tile_buffers)
         return need
+
+    def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
+        """The parts' operands, then the exp parts' operands concatenated (or ``()``)."""
+        ops = super().tile_operands(X, left)
+        fused, _ = self._groups()
+        merged = torch.cat([ops[j][0] for j in fused], dim=1) if fused else ()
+        return (*ops, merged)
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
@@ -240,11 +271,20 @@ class Product(_Composite):
     ) -> None:
         """The first non-constant part into ``s``; each later one into ``work[0]``, multiplied in.
 
-        Constant parts write nothing (their value is in :meth:`tile_scale`).
+        Constant parts write nothing (their value is in :meth:`tile_scale`); exp parts
+        (RBF, periodic) are one GEMM of their concatenated operands and one ``exp``.
         """
-        order = [j for j, k in enumerate(self.parts) if not k.tile_is_ones] or [0]
-        head, *rest = order
-        self.parts[head].fill_tile_(s, a[head], b[head], diag, work)
+        fused, rest = self._groups()
+        if fused:
+            torch.mm(a[-1], b[-1].mT, out=s)
+            if diag is not None:
+                s.diagonal(diag).zero_()
+            s.exp_()
+        elif rest:
+            head, *rest = rest
+            self.parts[head].fill_tile_(s, a[head], b[head], diag, work)
+        else:  # a product of constants
+            self.parts[0].fill_tile_(s, a[0], b[0], diag, work)
         for j in rest:
             w = work[0]
             self.parts[j].fill_tile_(w, a[j], b[j], diag, work[1:])

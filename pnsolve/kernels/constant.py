@@ -114,6 +114,8 @@ class White(LeafKernel):
         Accepted for uniformity.
     """
 
+    tile_is_diagonal = True
+
     def __init__(
         self, noise: float | torch.Tensor = 1.0, *, active_dims: Sequence[int] | None = None
     ) -> None:

@@ -57,6 +57,13 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
     tile_buffers: int = 0
     #: Whether :meth:`fill_tile_` writes only ones (a constant kernel): products skip it.
     tile_is_ones: bool = False
+    #: Whether :meth:`fill_tile_` is exactly ``exp(a[0] b[0]ᵀ)`` with zeros in the exponent
+    #: on the self pairs (RBF, periodic): a product of such kernels is one GEMM of the
+    #: concatenated operands and one ``exp``.
+    tile_exp: bool = False
+    #: Whether the tile is zero except on the self pairs, where it is one (white noise):
+    #: a sum adds it to the self pairs' diagonal without filling a tile.
+    tile_is_diagonal: bool = False
     #: Whether :meth:`keops_formula` exists (``backend="auto"`` picks KeOps only then).
     has_keops_formula: bool = False
     #: Whether ``k(x, x')`` depends on ``x − x'`` only (SKI's Toeplitz grid matrices need

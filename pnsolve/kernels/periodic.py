@@ -52,6 +52,7 @@ class Periodic(LeafKernel):
     """
 
     stationary = True
+    tile_exp = True
 
     def __init__(
         self,

@@ -36,6 +36,7 @@ class RBF(StationaryKernel):
     spectral_family = "gaussian"
     tile_factor = -0.5
     separable = True
+    tile_exp = True
 
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
         """Differentiable RBF profile ``exp(−r²/2)`` (see :meth:`StationaryKernel.profile`)."""

@@ -267,3 +267,19 @@ def test_inputs_are_checked_against_every_part():
         pn.kernels.RBF() + 1.0  # type: ignore[operator]
     with pytest.raises(TypeError, match="matrix-free"):
         pn.kernels.KernelMatrix(torch.nn.Linear(2, 2), torch.zeros(3, 2))  # type: ignore[arg-type]
+
+
+def test_products_of_exp_kernels_are_one_gemm_and_one_exp():
+    """``exp(a₁b₁ᵀ) exp(a₂b₂ᵀ) = exp([a₁ a₂][b₁ b₂]ᵀ)``: RBF × Periodic needs no scratch
+    tile, and white noise in a sum touches only the self pairs."""
+    k = pn.kernels.RBF(0.7) * pn.kernels.Periodic(1.1, 0.9) * pn.kernels.Constant(2.0)
+    assert k.tile_buffers == 0 and k.tile_exp
+    s = pn.kernels.RBF(0.7) + pn.kernels.White(0.3)
+    assert s.tile_buffers == 0
+    X = _inputs(30, 2)
+    V = torch.randn(30, 2, dtype=F64, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        ref = 2.0 * pn.kernels.RBF(0.7)(X) * pn.kernels.Periodic(1.1, 0.9)(X)
+        _close(k.linop(X, backend="chunked", tile=(7, 9)) @ V, ref @ V, 30)
+        ref_s = pn.kernels.RBF(0.7)(X) + 0.3 * torch.eye(30, dtype=F64)
+        _close(s.linop(X, backend="chunked", tile=(7, 9)) @ V, ref_s @ V, 30)
