@@ -153,3 +153,12 @@ def test_training_checkpoints_resume_only_with_the_same_kernel(tmp_path):
             X, y, cfg, kernel=K.RBF(ard_dims=2) + K.White(0.1), checkpoint=ckpt,
             generator=torch.Generator().manual_seed(0),
         )  # fmt: skip
+
+
+def test_log_hyperparameters_keep_frozen_parameters_fixed():
+    k = K.RBF(0.8) * K.Periodic(1.0, 2.0)
+    k.parts[1].raw_period.requires_grad_(False)
+    params = pn.gp.bayes.LogHyperparameters(k, 0.1)
+    assert "log_1.period" not in params.names and len(params.names) == 4
+    moved = params.kernel_at(params.initial() + 1.0)
+    assert float(moved.parts[1].period) == pytest.approx(2.0, rel=1e-12)

@@ -44,9 +44,11 @@ class LogHyperparameters:
     parametrization
         ``"log"`` (default): for an RBF or Matérn kernel ``θ = (log outputscale, log
         lengthscale_1, …, log lengthscale_d, log noise)`` (one lengthscale unless ARD);
-        for any other kernel the log of every entry of every positive parameter, in
-        ``kernel.named_parameters()`` order, then ``log noise`` (names such as
-        ``"log_0.outputscale"``, ``"log_1.period"``, ``"log_alpha"``). ``"log_tau"``: the
+        for any other kernel the log of every entry of every positive parameter that
+        requires a gradient, in ``kernel.named_parameters()`` order, then ``log noise``
+        (names such as ``"log_0.outputscale"``, ``"log_1.period"``, ``"log_alpha"``;
+        parameters frozen with ``requires_grad_(False)`` keep their values, as
+        scikit-learn's ``"fixed"`` bounds). ``"log_tau"``: the
         covariance of Filippone & Engler (2015), eq. 1,
         ``k(x, x') = σ exp(−τ ‖x − x'‖²) + λ δ``, ``θ = (log σ, log τ, log λ)``; an
         isotropic :class:`~pnsolve.kernels.RBF` with ``τ = 1 / (2 ℓ²)``. The old name
@@ -100,11 +102,12 @@ class LogHyperparameters:
             )
         self.parametrization = parametrization
         self.kernel = copy.deepcopy(kernel)
-        for p in self.kernel.parameters():
-            p.requires_grad_(True)
         #: Whether θ is the generic layout (every positive parameter) rather than
         #: (log outputscale, log lengthscale(s), log noise).
         self.generic = not _classic(self.kernel)
+        if not self.generic or parametrization == "log_tau":
+            for p in self.kernel.parameters():
+                p.requires_grad_(True)
         #: ``(raw parameter, slice of θ)`` of the generic layout, in ``named_parameters()``
         #: order (empty for the classic layout).
         self._entries: list[tuple[nn.Parameter, slice]] = []
@@ -114,6 +117,8 @@ class LogHyperparameters:
         elif self.generic:
             names: list[str] = []
             for name, raw in self.kernel.named_parameters():
+                if not raw.requires_grad:  # frozen by the caller: kept at its value
+                    continue
                 label = "log_" + name.replace("kernels.", "").replace("raw_", "")
                 start = len(names)
                 names += [label] if raw.numel() == 1 else _numbered(label, raw.numel())
