@@ -208,7 +208,7 @@ def test_exact_gp_refuses_large_dense_ski():
     ids=["iterncgp", "sgld"],
 )
 def test_models_without_ski_support_say_so(model):
-    with pytest.raises(TypeError, match="SKI kernels \(GridInterpolation\) work with ExactGP"):
+    with pytest.raises(TypeError, match=r"SKI kernels \(GridInterpolation\) work with ExactGP"):
         model(_ski())
 
 
