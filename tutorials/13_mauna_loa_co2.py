@@ -127,6 +127,15 @@ if skgp is not None:
 # (inputs and targets divided by their standard deviations) and convert back. The white
 # noise term is the likelihood's noise here (the two are the same model: scikit-learn
 # fixes its `alpha` at 1e-10 and learns the `WhiteKernel`).
+#
+# **Fresh probes every step.** `warm_start=True` (the default) keeps the estimator's
+# probe vectors fixed so that each solve can start from the last one. Adam then
+# maximises the likelihood *as seen through those 16 probes*, and its optimum moves
+# with them. On this ill-conditioned system (noise 1e-4 of the signal variance) the
+# trend's trace term is so noisy that the fixed-probe optimum lies about 3 nats of log
+# marginal likelihood below the true one (measured: −118.0 to −118.7 with 16 or 64
+# probes and 300 to 600 steps). Drawing new probes at each step (`warm_start=False`)
+# averages the noise out over the steps instead.
 
 # %%
 sx, sy = float(X.std()), float(y.std())
@@ -183,10 +192,10 @@ def lml_ppm(ks: pn.kernels.Kernel, noise_s: float) -> float:
 
 
 ks = standardised(k0)
-steps = 10 if SMOKE else 400
+steps = 10 if SMOKE else 300
 config = pn.gp.training.TrainingConfig(
-    solver="cg", estimator="standard", steps=steps, lr=0.1, num_probes=16, tol=1e-3,
-    init_value=0.1**2 / sy**2,
+    solver="cg", estimator="standard", warm_start=False, steps=steps, lr=0.1, num_probes=16,
+    tol=1e-4, init_value=0.1**2 / sy**2,
 )  # fmt: skip
 t0 = time.perf_counter()
 fit = pn.gp.training.train_hyperparameters(
