@@ -232,6 +232,9 @@ def model_ratio(p: dict[str, float], second: str, how: str, k: int) -> float:
     """Modelled fused ÷ RBF time: the passes per tile of each, plus the ``addmm_``."""
     f = fill_model(p)
     mm = p[f"addmm_ with V, k={k}"]
+    if how == "*" and second == "Periodic":  # exp kernels: one GEMM of both operands, one exp
+        fused = p[f"GEMM {3 * D + 3} features (RBF, periodic in one)"] + p["exp"]
+        return ratio(fused + mm, f["RBF"] + mm)
     return ratio(f["RBF"] + f[second] + f[how] + mm, f["RBF"] + mm)
 
 
