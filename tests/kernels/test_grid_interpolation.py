@@ -278,8 +278,10 @@ def test_dense_evaluation_in_column_blocks(monkeypatch):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: pn.kernels.RBF(0.7) + pn.kernels.Matern(nu=2.5, lengthscale=1.3)
-        * pn.kernels.Periodic(1.0, 2.0),
+        lambda: (
+            pn.kernels.RBF(0.7)
+            + pn.kernels.Matern(nu=2.5, lengthscale=1.3) * pn.kernels.Periodic(1.0, 2.0)
+        ),
         lambda: pn.kernels.SpectralMixture(2) + pn.kernels.Constant(0.3),
     ],
     ids=["sum-of-products", "spectral-mixture"],
