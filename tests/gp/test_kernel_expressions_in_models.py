@@ -162,3 +162,22 @@ def test_log_hyperparameters_keep_frozen_parameters_fixed():
     assert "log_1.period" not in params.names and len(params.names) == 4
     moved = params.kernel_at(params.initial() + 1.0)
     assert float(moved.parts[1].period) == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(("sampler", "gradient"), [("mh", "exact"), ("sgld", "ulisse")])
+def test_sgld_and_mh_chains_run_on_an_expression(sampler, gradient):
+    """The samplers move every positive parameter of an expression (generic θ layout)."""
+    X, y, _ = _data(50)
+    params = pn.gp.bayes.LogHyperparameters(K.RBF(0.8) * K.Periodic(1.0, 2.0) + K.White(0.05), 0.1)
+    config = pn.gp.bayes.ChainConfig(
+        sampler=sampler, iterations=30, gradient=gradient, subset=50, variance_batch=10
+    )
+    out = pn.gp.bayes.sample_hyperparameters(
+        X, y, config, chains=1, params=params, generator=torch.Generator().manual_seed(0),
+        processes=1,
+    )  # fmt: skip
+    assert out.names == params.names
+    assert out.all_samples.shape == (1, 30, params.dim)
+    assert bool(torch.isfinite(out.all_samples).all())
+    moved = (out.all_samples[0, -1] - out.all_samples[0, 0]).abs()
+    assert bool((moved > 0).any())
