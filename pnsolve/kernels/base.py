@@ -12,7 +12,7 @@ from torch import nn
 from ._distance import scaled_sqdist
 from .active_dims import check_active_dims, minimum_dims, select_dims
 from .kernel import Kernel, TileOperands
-from .positive import inv_softplus, one_device, positive_value, softplus
+from .positive import inv_softplus, one_device, positive_value, set_positive_, softplus
 
 __all__ = ["StationaryKernel", "inv_softplus", "softplus"]
 
@@ -122,11 +122,7 @@ class StationaryKernel(Kernel):
         return None if self.raw_lengthscale.ndim == 0 else self.raw_lengthscale.numel()
 
     def _set_raw(self, raw: nn.Parameter, value: float | torch.Tensor, name: str) -> None:
-        v = positive_value(value, name).to(raw.dtype)
-        if v.shape != raw.shape and v.ndim != 0:
-            raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
-        with torch.no_grad():
-            raw.copy_(inv_softplus(v).expand_as(raw))
+        set_positive_(raw, value, name)
 
     # ------------------------------------------------------------ for backends
     def scale_inputs(self, X: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from .kernel import TileOperands
-from .leaf import LeafKernel
+from .leaf import LeafKernel, positive_property
 
 __all__ = ["Constant", "White"]
 
@@ -45,14 +45,7 @@ class Constant(LeafKernel):
         super().__init__(active_dims)
         self._positive_parameters(value=(value, 0))
 
-    @property
-    def value(self) -> torch.Tensor:
-        """The constant, shape ``()``."""
-        return self._value("value")
-
-    @value.setter
-    def value(self, v: float | torch.Tensor) -> None:
-        self._set_value("value", v)
+    value = positive_property("value", "The constant, shape ``()``.")
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
@@ -122,14 +115,7 @@ class White(LeafKernel):
         super().__init__(active_dims)
         self._positive_parameters(noise=(noise, 0))
 
-    @property
-    def noise(self) -> torch.Tensor:
-        """The noise variance, shape ``()``."""
-        return self._value("noise")
-
-    @noise.setter
-    def noise(self, v: float | torch.Tensor) -> None:
-        self._set_value("noise", v)
+    noise = positive_property("noise", "The noise variance, shape ``()``.")
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None

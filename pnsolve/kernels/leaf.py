@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
 from .active_dims import check_active_dims, minimum_dims, select_dims
 from .kernel import Kernel
-from .positive import inv_softplus, one_device, positive_value, softplus
+from .positive import inv_softplus, one_device, positive_value, set_positive_, softplus
 
-__all__ = ["LeafKernel"]
+__all__ = ["LeafKernel", "positive_property"]
 
 
 class LeafKernel(Kernel):
@@ -53,12 +54,7 @@ class LeafKernel(Kernel):
         return v if like is None else v.to(dtype=like.dtype, device=like.device)
 
     def _set_value(self, name: str, value: float | torch.Tensor) -> None:
-        raw = self._raw(name)
-        v = positive_value(value, name).to(raw.dtype)
-        if v.shape != raw.shape and v.ndim != 0:
-            raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
-        with torch.no_grad():
-            raw.copy_(inv_softplus(v).expand_as(raw))
+        set_positive_(self._raw(name), value, name)
 
     def select(self, X: torch.Tensor) -> torch.Tensor:
         """The active columns of ``X`` (differentiable), shape ``(n, d_active)``."""
@@ -85,3 +81,15 @@ class LeafKernel(Kernel):
 
     def _dims_repr(self) -> str:
         return "" if self.active_dims is None else f", active_dims={list(self.active_dims)}"
+
+
+def positive_property(name: str, doc: str) -> Any:
+    """A property reading ``softplus(raw_<name>)`` and storing positive values into it."""
+
+    def get(self: LeafKernel) -> torch.Tensor:
+        return self._value(name)
+
+    def put(self: LeafKernel, value: float | torch.Tensor) -> None:
+        self._set_value(name, value)
+
+    return property(get, put, doc=doc)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from .kernel import TileOperands
-from .leaf import LeafKernel
+from .leaf import LeafKernel, positive_property
 
 __all__ = ["Linear", "Polynomial"]
 
@@ -46,14 +46,7 @@ class Linear(LeafKernel):
         super().__init__(active_dims)
         self._positive_parameters(variance=(variance, 0))
 
-    @property
-    def variance(self) -> torch.Tensor:
-        """The prior variance of the weights, shape ``()``."""
-        return self._value("variance")
-
-    @variance.setter
-    def variance(self, v: float | torch.Tensor) -> None:
-        self._set_value("variance", v)
+    variance = positive_property("variance", "The prior variance of the weights, shape ``()``.")
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
@@ -140,14 +133,7 @@ class Polynomial(LeafKernel):
         self.degree = degree
         self._positive_parameters(offset=(offset, 0))
 
-    @property
-    def offset(self) -> torch.Tensor:
-        """The offset added to ``xᵀx'``, shape ``()``."""
-        return self._value("offset")
-
-    @offset.setter
-    def offset(self, v: float | torch.Tensor) -> None:
-        self._set_value("offset", v)
+    offset = positive_property("offset", "The offset added to ``xᵀx'``, shape ``()``.")
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None

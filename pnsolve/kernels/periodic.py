@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from .kernel import TileOperands
-from .leaf import LeafKernel
+from .leaf import LeafKernel, positive_property
 
 __all__ = ["Cosine", "Periodic"]
 
@@ -70,23 +70,9 @@ class Periodic(LeafKernel):
             )
         self.input_dims()  # checks the sizes against active_dims
 
-    @property
-    def lengthscale(self) -> torch.Tensor:
-        """Lengthscale, shape ``()`` or ``(d,)``."""
-        return self._value("lengthscale")
+    lengthscale = positive_property("lengthscale", "Lengthscale, shape ``()`` or ``(d,)``.")
 
-    @lengthscale.setter
-    def lengthscale(self, v: float | torch.Tensor) -> None:
-        self._set_value("lengthscale", v)
-
-    @property
-    def period(self) -> torch.Tensor:
-        """Period, shape ``()`` or ``(d,)``."""
-        return self._value("period")
-
-    @period.setter
-    def period(self, v: float | torch.Tensor) -> None:
-        self._set_value("period", v)
+    period = positive_property("period", "Period, shape ``()`` or ``(d,)``.")
 
     def _angles(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(u = 2π x / p, 1/ℓ²)`` broadcast to the active columns."""
@@ -199,14 +185,7 @@ class Cosine(LeafKernel):
         self._positive_parameters(period=(period, 1))
         self.input_dims()
 
-    @property
-    def period(self) -> torch.Tensor:
-        """Period, shape ``()`` or ``(d,)``."""
-        return self._value("period")
-
-    @period.setter
-    def period(self, v: float | torch.Tensor) -> None:
-        self._set_value("period", v)
+    period = positive_property("period", "Period, shape ``()`` or ``(d,)``.")
 
     def _phase(self, X: torch.Tensor) -> torch.Tensor:
         """``u = 2π Σ_j x_j / p_j``, shape ``(n,)``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["inv_softplus", "one_device", "positive_value", "softplus"]
+__all__ = ["inv_softplus", "one_device", "positive_value", "set_positive_", "softplus"]
 
 
 def softplus(x: torch.Tensor) -> torch.Tensor:
@@ -52,3 +52,16 @@ def positive_value(value: float | torch.Tensor, name: str) -> torch.Tensor:
     if not bool(torch.isfinite(t).all()) or not bool((t > 0).all()):
         raise ValueError(f"{name} must be positive and finite, got {t.tolist()}")
     return t
+
+
+def set_positive_(raw: torch.Tensor, value: float | torch.Tensor, name: str) -> None:
+    """Store a positive ``value`` (a scalar or ``raw``'s shape) in ``raw`` as ``inv_softplus``.
+
+    In place and without autograd (a parameter's ``.data`` changes, as an optimiser step
+    would); errors name ``name``.
+    """
+    v = positive_value(value, name).to(raw.dtype)
+    if v.shape != raw.shape and v.ndim != 0:
+        raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
+    with torch.no_grad():
+        raw.copy_(inv_softplus(v).expand_as(raw))

@@ -10,7 +10,7 @@ import torch
 
 from ._distance import scaled_sqdist
 from .kernel import TileOperands
-from .leaf import LeafKernel
+from .leaf import LeafKernel, positive_property
 from .spectrum import empirical_spectral_mixture
 
 __all__ = ["SpectralMixture"]
@@ -160,32 +160,11 @@ class SpectralMixture(LeafKernel):
         self._set_value("variances", v)
 
     # ------------------------------------------------------------ parameters
-    @property
-    def weights(self) -> torch.Tensor:
-        """Mixture weights ``w``, shape ``(Q,)``."""
-        return self._value("weights")
+    weights = positive_property("weights", "Mixture weights ``w``, shape ``(Q,)``.")
 
-    @weights.setter
-    def weights(self, v: torch.Tensor) -> None:
-        self._set_value("weights", v)
+    means = positive_property("means", "Spectral means ``μ``, shape ``(Q, d)``.")
 
-    @property
-    def means(self) -> torch.Tensor:
-        """Spectral means ``μ``, shape ``(Q, d)``."""
-        return self._value("means")
-
-    @means.setter
-    def means(self, v: torch.Tensor) -> None:
-        self._set_value("means", v)
-
-    @property
-    def variances(self) -> torch.Tensor:
-        """Spectral variances ``v``, shape ``(Q, d)``."""
-        return self._value("variances")
-
-    @variances.setter
-    def variances(self, v: torch.Tensor) -> None:
-        self._set_value("variances", v)
+    variances = positive_property("variances", "Spectral variances ``v``, shape ``(Q, d)``.")
 
     def input_dims(self) -> tuple[int | None, int]:
         """``(d, 0)``, or ``(None, 1 + largest active column)`` with ``active_dims``."""
