@@ -33,7 +33,6 @@ from .._core.validation import (
     check_tensor,
     require_generator,
 )
-from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
 from ..kernels.kernel_matrix import BACKENDS
 from ..likelihoods.base import Likelihood
@@ -57,7 +56,6 @@ __all__ = [
     "check_positive_int",
     "check_positive_number",
     "check_solutions",
-    "check_stationary_kernel",
     "check_targets",
     "check_tensor",
     "require_generator",
@@ -115,20 +113,6 @@ def check_matrix_free_kernel(kernel: object, user: str) -> Kernel:
             f"kernel must be a family of pn.kernels or an expression of them for {user}, got "
             f"{type(kernel).__name__}; SKI kernels (GridInterpolation) work with ExactGP "
             "and IterGP"
-        )
-    return kernel
-
-
-def check_stationary_kernel(kernel: object, user: str) -> StationaryKernel:
-    """Require a :class:`~pnsolve.kernels.StationaryKernel` for ``user`` (a model's name).
-
-    For the models built on a single stationary kernel's random features or formulas.
-    """
-    if not isinstance(kernel, StationaryKernel):
-        raise TypeError(
-            f"kernel must be a stationary kernel (pn.kernels.RBF, Matern or "
-            f"RationalQuadratic) for {user}, got {type(kernel).__name__}; other kernels and "
-            "expressions work with ExactGP, IterGP, AffineGP, IterNCGP and CaGP"
         )
     return kernel
 

@@ -26,9 +26,14 @@ import torch
 
 from .._core import random as rnd
 from .._core.precision import attainable_rtol, full_float32
-from ..kernels.base import StationaryKernel
 from ..kernels.kernel import Kernel
-from ..kernels.random_features import RandomFourierFeatures, check_spectral_state, no_spectral_state
+from ..kernels.random_features import (
+    RandomFourierFeatures,
+    check_spectral_kernel,
+    check_spectral_state,
+    no_spectral_state,
+    rff_features,
+)
 from ..krylov.conjugate_gradient import cg
 from ..linops.base import LinearOperator
 from ..linops.scaled_identity import ScaledIdentity
@@ -38,7 +43,6 @@ from ._checks import (
     check_mean,
     check_noise,
     check_positive_int,
-    check_stationary_kernel,
     check_targets,
     check_tensor,
     require_generator,
@@ -88,7 +92,7 @@ class PathwiseDraws:
     @classmethod
     def draw(
         cls,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         num_features: int,
         num_samples: int,
         X: torch.Tensor,
@@ -127,20 +131,19 @@ class PathwiseDraws:
         return self.feature_weights.shape[1]
 
     @full_float32
-    def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
-        """``φ(X) = sqrt(2·outputscale/m) cos((X / ℓ) εᵀ + b)``, shape ``(n, m)``.
+    def features(self, kernel: Kernel, X: torch.Tensor) -> torch.Tensor:
+        """``φ(X) = sqrt(2 a / m) cos(ωᵀX + b)``, shape ``(n, m)``, differentiable.
 
-        The formula of :meth:`pnsolve.kernels.RandomFourierFeatures.features` with these
-        base draws and the kernel's current hyperparameters; differentiable. ``X``
-        (shape ``(n, d)``, the draws' dtype and device) is not checked here.
+        The features of :class:`~pnsolve.kernels.RandomFourierFeatures` with these base
+        draws at the kernel's current hyperparameters (``ω = ε / ℓ``, ``a = outputscale``
+        for a stationary kernel). ``X`` ``(n, d)`` is not checked here.
         """
         check_spectral_state(kernel, tuple(self.spectral_state.tolist()))  # CPU: no sync
-        proj = torch.addmm(self.phases, kernel.scale_inputs(X), self.base_frequencies.mT)
-        scale = torch.sqrt(2.0 * kernel.outputscale_like(X) / self.base_frequencies.shape[0])
-        return scale * torch.cos(proj)
+        m = self.base_frequencies.shape[0]
+        return rff_features(kernel, X, self.base_frequencies, self.phases, m)
 
     @full_float32
-    def prior(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
+    def prior(self, kernel: Kernel, Xs: torch.Tensor) -> torch.Tensor:
         """The prior function draws ``φ(Xs) w_f``, shape ``(t, s)``, in row blocks.
 
         Blocks of ``2²² / m`` rows bound the memory for large ``t``. ``Xs`` (shape
@@ -203,7 +206,7 @@ class PathwiseSamples:
         ``solve_info.success``), else ``None``.
     """
 
-    kernel: StationaryKernel
+    kernel: Kernel
     X: torch.Tensor
     mean: torch.Tensor
     draws: PathwiseDraws
@@ -260,7 +263,7 @@ class PathwiseSamples:
 
 @full_float32
 def sample_posterior(
-    kernel: StationaryKernel,
+    kernel: Kernel,
     X: torch.Tensor,
     y: torch.Tensor,
     noise: float | torch.Tensor,
@@ -355,7 +358,7 @@ def _check_arguments(
     solver: object,
 ) -> tuple[torch.Tensor, torch.Tensor, float | torch.Tensor, torch.Tensor, Solver]:
     """The checked ``(X, y, noise, mean, solver)`` of :func:`sample_posterior`."""
-    check_stationary_kernel(kernel, "pathwise sampling (random Fourier features)")
+    check_spectral_kernel(kernel, "pathwise sampling")
     X = check_inputs(X, "X")
     y = check_targets(y, X)
     noise = check_noise(noise)

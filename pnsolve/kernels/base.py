@@ -206,6 +206,33 @@ class StationaryKernel(Kernel):
         """
         return ()
 
+    has_spectral_features = True
+
+    def spectral_width(self, input_dim: int) -> int:
+        """The active columns (one base frequency per input column the kernel reads)."""
+        return input_dim if self.active_dims is None else len(self.active_dims)
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """:meth:`sample_spectral_base`: ``ε`` for unit lengthscale, ``(m, d_active)``."""
+        return self.sample_spectral_base(
+            num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``((x / ℓ) εᵀ + b, outputscale)``: frequencies ``ε / ℓ``."""
+        proj = torch.addmm(phases, self.scale_inputs(X), base.mT)
+        return proj, self.outputscale_like(X)
+
     @abc.abstractmethod
     def _spectral_draws(
         self, shape: tuple[int, int], generator: torch.Generator, dtype: torch.dtype, device

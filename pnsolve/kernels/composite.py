@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from .kernel import Kernel, TileOperands
+from .spectral_algebra import product_base, product_projection, sum_base, sum_projection
 
 __all__ = ["Product", "Scale", "Sum"]
 
@@ -52,6 +53,15 @@ class _Composite(Kernel):
     def stationary(self) -> bool:  # type: ignore[override]
         """Whether every part is stationary."""
         return all(k.stationary for k in self.parts)
+
+    @property
+    def has_spectral_features(self) -> bool:  # type: ignore[override]
+        """Whether every part has random Fourier features."""
+        return all(k.has_spectral_features for k in self.parts)
+
+    def spectral_state(self) -> tuple[float, ...]:
+        """The parts' spectral states, concatenated."""
+        return tuple(v for k in self.parts for v in k.spectral_state())
 
     def input_dims(self) -> tuple[int | None, int]:
         """The strictest requirement of the parts (they must agree on an exact ``d``)."""
@@ -133,6 +143,30 @@ class Sum(_Composite):
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None
     ) -> torch.Tensor:
         return _reduce(operator.add, [k._dense(X1, X2, self_index) for k in self.parts])
+
+    def spectral_width(self, input_dim: int) -> int:
+        """The part index and the widest part's draws."""
+        return 1 + max(k.spectral_width(input_dim) for k in self.parts)
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """The parts' features side by side (:func:`~.spectral_algebra.sum_base`)."""
+        return sum_base(
+            self.parts, num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row by its part (:func:`~.spectral_algebra.sum_projection`)."""
+        return sum_projection(self.parts, X, base, phases, num_features)
 
     def _diag(self, X: torch.Tensor) -> torch.Tensor:
         return _reduce(operator.add, [k._diag(X) for k in self.parts])
@@ -255,6 +289,35 @@ class Product(_Composite):
     ) -> torch.Tensor:
         return _reduce(operator.mul, [k._dense(X1, X2, self_index) for k in self.parts])
 
+    @property
+    def has_spectral_features(self) -> bool:  # type: ignore[override]
+        """Whether every part has random features and is stationary (frequencies add)."""
+        return all(k.has_spectral_features and k.stationary for k in self.parts)
+
+    def spectral_width(self, input_dim: int) -> int:
+        """Every part's draws side by side."""
+        return sum(k.spectral_width(input_dim) for k in self.parts)
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """One draw of every part per feature (:func:`~.spectral_algebra.product_base`)."""
+        return product_base(
+            self.parts, num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frequencies add, amplitudes multiply (:func:`~.spectral_algebra.product_projection`)."""
+        return product_projection(self.parts, X, base, phases, num_features)
+
     def _diag(self, X: torch.Tensor) -> torch.Tensor:
         return _reduce(operator.mul, [k._diag(X) for k in self.parts])
 
@@ -350,6 +413,40 @@ class Scale(Kernel):
     def stationary(self) -> bool:  # type: ignore[override]
         """Whether the scaled kernel is stationary."""
         return self.base_kernel.stationary
+
+    @property
+    def has_spectral_features(self) -> bool:  # type: ignore[override]
+        """Whether the scaled kernel has random Fourier features."""
+        return self.base_kernel.has_spectral_features
+
+    def spectral_width(self, input_dim: int) -> int:
+        """The scaled kernel's."""
+        return self.base_kernel.spectral_width(input_dim)
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """The scaled kernel's draws."""
+        return self.base_kernel.spectral_base(
+            num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The scaled kernel's projection, amplitudes times ``c``."""
+        proj, amp = self.base_kernel.spectral_projection(X, base, phases, num_features)
+        return proj, self._c(X) * amp
+
+    def spectral_state(self) -> tuple[float, ...]:
+        """The scaled kernel's."""
+        return self.base_kernel.spectral_state()
 
     @property
     def tile_buffers(self) -> int:  # type: ignore[override]

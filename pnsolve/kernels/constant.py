@@ -78,6 +78,31 @@ class Constant(LeafKernel):
         """The constant."""
         return self._value("value", like)
 
+    has_spectral_features = True
+
+    def spectral_width(self, input_dim: int) -> int:
+        """No draws: the spectrum is known exactly."""
+        return 0
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """An empty ``(m, 0)`` block (nothing is random but the phases)."""
+        return torch.empty(num_features, 0, dtype=dtype, device=device)
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frequency zero: ``(b, value)`` (``E[2 cos² b] = 1``)."""
+        proj = phases.expand(X.shape[0], phases.shape[0])
+        return proj, self._value("value", X)
+
     def keops_formula(
         self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
     ) -> Any:

@@ -219,6 +219,54 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
         """
         raise NotImplementedError(f"{type(self).__name__} has no KeOps formula")
 
+    # ------------------------------------------------ random Fourier features
+    #: Whether the kernel has random Fourier features (:meth:`spectral_projection`):
+    #: the stationary families, the spectral mixture, cosine and constant kernels and
+    #: sums, products and scalings of them.
+    has_spectral_features: bool = False
+
+    def spectral_width(self, input_dim: int) -> int:
+        """Columns of the frozen base draws per feature, for inputs with ``input_dim`` columns."""
+        raise NotImplementedError(f"{type(self).__name__} has no random Fourier features")
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """Frozen base draws ``(num_features, spectral_width(input_dim))`` from ``generator``.
+
+        With the kernel's current parameters they give the features' frequencies and
+        amplitudes (:meth:`spectral_projection`), so the same draws follow a
+        hyperparameter step (and carry its gradient).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no random Fourier features")
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(ω_jᵀx + b_j, a_j)`` for base rows ``j``: the features ``√(2 a_j / m) cos(·)``.
+
+        ``X`` ``(n, d)``; ``base`` ``(r, w)`` rows of :meth:`spectral_base` (any subset of
+        the ``num_features = m`` rows drawn); ``phases`` ``(r,)``. Returns the projection
+        ``(n, r)`` and the amplitudes ``a`` (``(r,)`` or 0-d), differentiable in the
+        kernel's parameters, with ``E[(2/m) Σ_j a_j cos(ω_jᵀx + b_j) cos(ω_jᵀx' + b_j)]
+        = k(x, x')`` over the draws.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no random Fourier features")
+
+    def spectral_state(self) -> tuple[float, ...]:
+        """Values the base draws depend on beyond :meth:`spectral_projection` (default none).
+
+        :class:`~pnsolve.kernels.RandomFourierFeatures` records them when it draws and
+        refuses to evaluate after they changed (e.g. the rational quadratic's ``α``).
+        """
+        return ()
+
     # ---------------------------------------------------------------- algebra
     def __add__(self, other: object) -> Sum:
         from .composite import Sum

@@ -225,6 +225,31 @@ class Cosine(LeafKernel):
         """One rank-2 GEMM."""
         torch.mm(a[0], b[0].mT, out=s)
 
+    has_spectral_features = True
+
+    def spectral_width(self, input_dim: int) -> int:
+        """No draws: the spectrum is known exactly."""
+        return 0
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """An empty ``(m, 0)`` block (nothing is random but the phases)."""
+        return torch.empty(num_features, 0, dtype=dtype, device=device)
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The one frequency ``(1/p_1, …, 1/p_d)``: ``(2π Σ_j x_j / p_j + b, 1)``."""
+        proj = self._phase(X).unsqueeze(1) + phases
+        return proj, torch.ones((), dtype=X.dtype, device=X.device)
+
     def keops_formula(
         self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
     ) -> Any:

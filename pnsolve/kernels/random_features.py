@@ -10,9 +10,15 @@ from torch import nn
 from .._core import random as rnd
 from .._core.precision import full_float32
 from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
-from .base import StationaryKernel
+from .kernel import Kernel
 
-__all__ = ["RandomFourierFeatures", "check_spectral_state", "no_spectral_state"]
+__all__ = [
+    "RandomFourierFeatures",
+    "check_spectral_kernel",
+    "check_spectral_state",
+    "no_spectral_state",
+    "rff_features",
+]
 
 
 class RandomFourierFeatures(nn.Module):
@@ -35,7 +41,12 @@ class RandomFourierFeatures(nn.Module):
     Parameters
     ----------
     kernel
-        A stationary kernel; it becomes a submodule (its parameters are this module's).
+        A kernel with random Fourier features (``kernel.has_spectral_features``: RBF,
+        Matérn, rational quadratic, spectral mixture, cosine, constant, and sums,
+        products and scalings of them); it becomes a submodule (its parameters are this
+        module's). Its :meth:`~pnsolve.kernels.Kernel.spectral_base` draws are frozen
+        and :meth:`~pnsolve.kernels.Kernel.spectral_projection` turns them into
+        frequencies and amplitudes at the current hyperparameters.
     num_features
         ``m ≥ 1``.
     input_dim
@@ -51,7 +62,7 @@ class RandomFourierFeatures(nn.Module):
     Raises
     ------
     TypeError
-        If ``generator`` is not a ``torch.Generator`` or ``kernel`` is not a stationary kernel.
+        If ``generator`` is not a ``torch.Generator`` or ``kernel`` has no random features.
     ValueError
         For a non-positive ``num_features``/``input_dim`` or an ARD mismatch.
     """
@@ -63,7 +74,7 @@ class RandomFourierFeatures(nn.Module):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         num_features: int,
         input_dim: int,
         *,
@@ -72,16 +83,16 @@ class RandomFourierFeatures(nn.Module):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(kernel, StationaryKernel):
-            raise TypeError(
-                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
-            )
+        kernel = check_spectral_kernel(kernel, "RandomFourierFeatures")
         for name, v in (("num_features", num_features), ("input_dim", input_dim)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if kernel.ard_dims is not None and kernel.ard_dims != input_dim:
+        exact, minimum = kernel.input_dims()
+        if exact is not None and exact != input_dim:
+            raise ValueError(f"input_dim={input_dim} but the kernel has {exact} ARD lengthscales")
+        if input_dim < minimum:
             raise ValueError(
-                f"input_dim={input_dim} but the kernel has {kernel.ard_dims} ARD lengthscales"
+                f"input_dim={input_dim} but the kernel's active_dims reach column {minimum - 1}"
             )
         generator = require_generator(generator)
         dtype = dtype or torch.get_default_dtype()
@@ -89,7 +100,7 @@ class RandomFourierFeatures(nn.Module):
         self.kernel = kernel
         self.num_features = num_features
         self.input_dim = input_dim
-        eps = kernel.sample_spectral_base(
+        eps = kernel.spectral_base(
             num_features, input_dim, generator=generator, dtype=dtype, device=device
         )
         phase = (
@@ -120,11 +131,7 @@ class RandomFourierFeatures(nn.Module):
         """
         X = self._check_X(X)
         check_spectral_state(self.kernel, self.drawn_spectral_state)
-        Z = self.kernel.scale_inputs(X)  # X / lengthscale, so ωᵀx = εᵀ(x / ℓ)
-        eps = self.base_frequencies.to(X.dtype)
-        proj = torch.addmm(self.phases.to(X.dtype), Z, eps.mT)
-        scale = torch.sqrt(2.0 * self.kernel.outputscale_like(X) / self.num_features)
-        return scale * torch.cos(proj)
+        return rff_features(self.kernel, X, self.base_frequencies, self.phases, self.num_features)
 
     @full_float32
     def forward(self, X: torch.Tensor) -> torch.Tensor:
@@ -186,7 +193,37 @@ class RandomFourierFeatures(nn.Module):
         return f"num_features={self.num_features}, input_dim={self.input_dim}"
 
 
-def check_spectral_state(kernel: StationaryKernel, drawn_at: tuple[float, ...]) -> None:
+def rff_features(
+    kernel: Kernel,
+    X: torch.Tensor,
+    base: torch.Tensor,
+    phases: torch.Tensor,
+    num_features: int,
+) -> torch.Tensor:
+    """``φ_j(X) = √(2 a_j / m) cos(ω_jᵀx + b_j)`` for the base rows given, ``(n, r)``.
+
+    ``base`` ``(r, w)`` and ``phases`` ``(r,)`` are rows of the frozen draws (any subset
+    of the ``m = num_features`` drawn); frequencies ``ω_j`` and amplitudes ``a_j`` come
+    from the kernel's current parameters (:meth:`~pnsolve.kernels.Kernel.
+    spectral_projection`), differentiably. For a stationary kernel: ``ω = ε / ℓ`` and
+    ``a = outputscale``.
+    """
+    proj, amp = kernel.spectral_projection(X, base.to(X.dtype), phases.to(X.dtype), num_features)
+    return torch.sqrt(2.0 * amp / num_features) * torch.cos(proj)
+
+
+def check_spectral_kernel(kernel: object, user: str) -> Kernel:
+    """Require a kernel with random Fourier features for ``user``; errors say which have them."""
+    if not isinstance(kernel, Kernel) or not kernel.has_spectral_features:
+        raise TypeError(
+            f"{user} needs random Fourier features, which RBF, Matern, RationalQuadratic, "
+            "SpectralMixture, Cosine and Constant kernels have, and sums, products (of "
+            f"stationary parts) and scalings of them; got {kernel!r}"
+        )
+    return kernel
+
+
+def check_spectral_state(kernel: Kernel, drawn_at: tuple[float, ...]) -> None:
     """Refuse frozen spectral draws made under other spectral parameters than ``kernel``'s.
 
     Frozen draws ``ε`` follow a hyperparameter step through ``ε / lengthscale``, but not a

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from .._core import random as rnd
 from ._distance import scaled_sqdist
 from .kernel import TileOperands
 from .leaf import LeafKernel, positive_property
@@ -260,6 +261,51 @@ class SpectralMixture(LeafKernel):
         gauss = torch.exp(-2.0 * math.pi**2 * (tau.unsqueeze(0) ** 2 * v.unsqueeze(1)).sum(-1))
         cosine = torch.cos(2.0 * math.pi * tau.unsqueeze(0) * mu.unsqueeze(1)).prod(-1)
         return (self._value("weights", X1).unsqueeze(1) * gauss * cosine).sum(0)
+
+    has_spectral_features = True
+
+    def spectral_width(self, input_dim: int) -> int:
+        """A component draw, then a sign and a standard normal per active column."""
+        return 1 + 2 * self.dims
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """``[u, s, ε]`` per feature, ``(m, 1 + 2d)``.
+
+        ``u ~ U[0, 1)`` (the component ``⌊uQ⌋``), signs ``s = ±1`` and ``ε ~ N(0, I)``
+        per column, from ``generator`` (:mod:`pnsolve._core.random`).
+        """
+        d = self.dims
+        u = rnd.rand((num_features, 1), generator=generator, dtype=dtype, device=device)
+        flips = rnd.rand((num_features, d), generator=generator, dtype=dtype, device=device)
+        signs = torch.where(flips < 0.5, -1.0, 1.0).to(dtype)
+        eps = rnd.randn((num_features, d), generator=generator, dtype=dtype, device=device)
+        return torch.cat([u, signs, eps], dim=1)
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``ω = s ⊙ μ_q + √v_q ⊙ ε`` (cycles per unit) and amplitude ``Q w_q``.
+
+        The component ``q = ⌊uQ⌋`` is uniform whatever the weights, and ``Q w_q`` weighs
+        it back (importance sampling), so the features stay unbiased and differentiable
+        while the weights move. Per column the sign symmetrises the density (the paper's
+        product over dimensions of ``cos(2π τ_j μ_qj)``).
+        """
+        d, Q = self.dims, self.num_mixtures
+        q = (base[:, 0] * Q).long().clamp_(0, Q - 1)
+        signs, eps = base[:, 1 : 1 + d], base[:, 1 + d : 1 + 2 * d]
+        mu, var = self._value("means", X)[q], self._value("variances", X)[q]
+        omega = signs.to(X.dtype) * mu + var.sqrt() * eps.to(X.dtype)
+        proj = torch.addmm(phases, self.select(X), omega.mT, alpha=2.0 * math.pi)
+        return proj, Q * self._value("weights", X)[q]
 
     def keops_formula(
         self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None

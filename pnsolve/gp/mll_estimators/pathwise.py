@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
+from ...kernels.random_features import check_spectral_kernel
 from .._checks import (
     check_bool,
     check_inputs,
     check_optional_positive_int,
     check_positive_int,
-    check_stationary_kernel,
 )
 from ..pathwise import PathwiseDraws, pathwise_update
 from ._frozen import FrozenDraws, check_frozen_like, load_tensors, require_generator
@@ -145,47 +145,48 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             self._generator.set_state(state_dict["generator_state"])
         self._draws = draws
 
-    def _draw(self, kernel: StationaryKernel, X: torch.Tensor) -> PathwiseDraws:
+    def _draw(self, kernel: Kernel, X: torch.Tensor) -> PathwiseDraws:
         return PathwiseDraws.draw(kernel, self.num_features, self.num_probes, X, self._generator)
 
-    def _require_draws(self, X: torch.Tensor) -> PathwiseDraws:
+    def _require_draws(self, kernel: Kernel, X: torch.Tensor) -> PathwiseDraws:
         if self._draws is None:
             raise RuntimeError("no probes drawn yet: call targets() first")
-        self._check_like(self._draws, X)
+        self._check_like(self._draws, kernel, X)
         return self._draws
 
     @staticmethod
-    def _check_like(draws: PathwiseDraws, X: torch.Tensor) -> None:
+    def _check_like(draws: PathwiseDraws, kernel: Kernel, X: torch.Tensor) -> None:
         check_frozen_like(draws.noise_weights, X, "noise draws")
-        d = draws.base_frequencies.shape[1]
-        if X.shape[1] != d:
+        width = draws.base_frequencies.shape[1]
+        if kernel.spectral_width(X.shape[1]) != width:
             raise ValueError(
                 f"X has {X.shape[1]} columns but the frozen frequencies were drawn for "
-                f"d = {d}; call resample()"
+                f"other inputs or another kernel ({width} columns of draws); call resample()"
             )
 
     # ------------------------------------------------------------------ prior draws
-    def features(self, kernel: StationaryKernel, X: torch.Tensor) -> torch.Tensor:
+    def features(self, kernel: Kernel, X: torch.Tensor) -> torch.Tensor:
         """Random Fourier features ``φ(X)`` of the frozen draws, shape ``(n, m)``.
 
         Evaluated under the kernel's current hyperparameters (differentiable;
         ``φ(X) φ(X)ᵀ ≈ K(X, X)``).
         """
-        kernel = check_stationary_kernel(kernel, _RFF)
+        kernel = check_spectral_kernel(kernel, _RFF)
         X = check_inputs(X, "X")
         draws = self._draws
         if draws is None:
             raise RuntimeError("no probes drawn yet: call targets() first")
         eps = draws.base_frequencies
-        if X.shape[1] != eps.shape[1] or X.dtype != eps.dtype or X.device != eps.device:
+        fits = kernel.spectral_width(X.shape[1]) == eps.shape[1]
+        if not fits or X.dtype != eps.dtype or X.device != eps.device:
             raise ValueError(
-                f"X must have {eps.shape[1]} columns, dtype {eps.dtype} and device "
-                f"{eps.device} like the frozen frequencies, got shape {tuple(X.shape)}, "
+                f"X must have the columns, dtype {eps.dtype} and device {eps.device} the "
+                f"frozen frequencies were drawn for, got shape {tuple(X.shape)}, "
                 f"{X.dtype} on {X.device}; call resample() to draw for new data"
             )
         return draws.features(kernel, X)
 
-    def prior_samples(self, kernel: StationaryKernel, Xs: torch.Tensor) -> torch.Tensor:
+    def prior_samples(self, kernel: Kernel, Xs: torch.Tensor) -> torch.Tensor:
         """The ``s`` prior function draws ``f_j(Xs) = φ(Xs) w_f[:, j]``, shape ``(t, s)``."""
         draws = self._draws
         if draws is None:
@@ -196,11 +197,11 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
     # --------------------------------------------------------------------- estimator
     def _targets(self, problem: Problem) -> torch.Tensor:
         kernel, X, noise, y = problem
-        kernel = check_stationary_kernel(kernel, _RFF)
+        kernel = check_spectral_kernel(kernel, _RFF)
         with torch.no_grad():
             if self._draws is None:
                 self._draws = self._draw(kernel, X)
-            draws = self._require_draws(X)
+            draws = self._require_draws(kernel, X)
             xi = self.prior_samples(kernel, X)
             xi.add_(noise_value(noise, X).sqrt() * draws.noise_weights)
             return torch.cat([y.detach().unsqueeze(-1), xi], dim=1)
@@ -208,14 +209,14 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
     def _backward(self, problem: Problem, solutions: torch.Tensor | None) -> None:
         assert solutions is not None  # needs_solves
         if self._draws is not None:
-            self._check_like(self._draws, problem.X)
+            self._check_like(self._draws, problem.kernel, problem.X)
         accumulate_probe_gradient(
             problem, solutions, solutions, chunk_rows=self.chunk_rows, distributed=self.distributed
         )
 
     def posterior_samples(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         X: torch.Tensor,
         noise: float | torch.Tensor,
         y: torch.Tensor,
@@ -244,8 +245,8 @@ class PathwiseEstimator(FrozenDraws, GradientEstimator):
             2²² entries; the caller adds back the mean it subtracted from ``y``.
         """
         (bound, X, _, _), V, Xs = self._checked_query(kernel, X, noise, y, solutions, Xs)
-        kernel = check_stationary_kernel(bound, _RFF)
-        draws = self._require_draws(X)
+        kernel = check_spectral_kernel(bound, _RFF)
+        draws = self._require_draws(kernel, X)
         return draws.prior(kernel, Xs) + pathwise_update(kernel, Xs, X, V[:, :1] - V[:, 1:])
 
     def __repr__(self) -> str:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
-from ...kernels.random_features import RandomFourierFeatures, check_spectral_state
+from ...kernels.kernel import Kernel
+from ...kernels.random_features import RandomFourierFeatures, check_spectral_state, rff_features
 
 __all__ = ["FeatureBlocks"]
 
 
 class FeatureBlocks:
-    """Blocks ``Φ[rows, cols]`` of ``φ_i(x) = sqrt(2 s / m) cos(ε_iᵀ x / ℓ + b_i)``.
+    """Blocks ``Φ[rows, cols]`` of ``φ_i(x) = sqrt(2 a_i / m) cos(ω_iᵀ x + b_i)``.
 
     QSGP never forms the ``n × m`` matrix ``Φ``: every estimate reads a block of ``ñ``
     sampled rows and ``m̃`` sampled columns (cost ``O(ñ m̃ d)``, independent of ``n`` and
@@ -18,28 +21,46 @@ class FeatureBlocks:
     their gradients, for empirical Bayes); blocks of the *frozen* basis use the
     hyperparameters captured by :meth:`freeze` (the control variates' basis, fixed at
     initialisation so that their expectations stay valid while the kernel moves,
-    Evans & Nair appendix F.3).
+    Evans & Nair appendix F.3). Frequencies ``ω_i`` and amplitudes ``a_i`` come from the
+    kernel's :meth:`~pnsolve.kernels.Kernel.spectral_projection` of the frozen draws
+    (for a stationary kernel ``ω = ε / ℓ`` and ``a = outputscale``).
 
     Parameters
     ----------
     features
-        The :class:`~pnsolve.kernels.RandomFourierFeatures` (frozen base frequencies
-        ``ε``, phases ``b``; its kernel's lengthscale ``ℓ`` and outputscale ``s``).
+        The :class:`~pnsolve.kernels.RandomFourierFeatures` (frozen base draws, phases
+        ``b``, and its kernel).
     """
 
     def __init__(self, features: RandomFourierFeatures) -> None:
         self.rff = features
         self.m = features.num_features
-        #: ``(lengthscale, outputscale)`` of the frozen basis (:meth:`freeze`), or ``None``
-        self.frozen_hyperparameters: tuple[torch.Tensor, torch.Tensor] | None = None
+        #: A detached copy of the kernel at :meth:`freeze` (the frozen basis), or ``None``
+        self.frozen_kernel: Kernel | None = None
 
     def freeze(self) -> None:
-        """Capture the current lengthscale and outputscale as the frozen basis."""
-        k = self.rff.kernel
-        self.frozen_hyperparameters = (
-            k.lengthscale.detach().clone(),
-            k.outputscale.detach().clone(),
-        )
+        """Capture the kernel's current hyperparameters as the frozen basis (a copy)."""
+        self.frozen_kernel = copy.deepcopy(self.rff.kernel).requires_grad_(False)
+
+    def frozen_state(self) -> dict[str, torch.Tensor] | None:
+        """The frozen basis for a checkpoint: the frozen kernel's ``state_dict`` (or ``None``)."""
+        return None if self.frozen_kernel is None else self.frozen_kernel.state_dict()
+
+    def load_frozen_state(self, state: object) -> None:
+        """Restore :meth:`frozen_state`.
+
+        Also takes the ``(lengthscale, outputscale)`` pair that checkpoints held before
+        kernels other than stationary ones had features.
+        """
+        if state is None:
+            self.frozen_kernel = None
+            return
+        frozen = copy.deepcopy(self.rff.kernel).requires_grad_(False)
+        if isinstance(state, tuple):
+            frozen.lengthscale, frozen.outputscale = state
+        else:
+            frozen.load_state_dict(state)  # type: ignore[arg-type]
+        self.frozen_kernel = frozen
 
     def block(
         self, X: torch.Tensor, cols: torch.Tensor | None = None, *, frozen: bool = False
@@ -55,22 +76,17 @@ class FeatureBlocks:
         frozen
             Use the hyperparameters of :meth:`freeze` (no gradient).
         """
-        k = self.rff.kernel
+        k: Kernel = self.rff.kernel
         check_spectral_state(k, self.rff.drawn_spectral_state)
         if frozen:
-            basis = self.frozen_hyperparameters
-            if basis is None:
+            if self.frozen_kernel is None:
                 raise RuntimeError("the frozen basis is not set: call freeze() first")
-            ell, scale = (t.to(dtype=X.dtype, device=X.device) for t in basis)
-        else:
-            ell = k.lengthscale.to(dtype=X.dtype, device=X.device)
-            scale = k.outputscale.to(dtype=X.dtype, device=X.device)
+            k = self.frozen_kernel
         eps = self.rff.base_frequencies.to(dtype=X.dtype, device=X.device)
         phase = self.rff.phases.to(dtype=X.dtype, device=X.device)
         if cols is not None:
             eps, phase = eps[cols], phase[cols]
-        proj = torch.addmm(phase, X / ell, eps.mT)
-        return torch.sqrt(2.0 * scale / self.m) * torch.cos(proj)
+        return rff_features(k, X, eps, phase, self.m)
 
     def chunks(self, X: torch.Tensor, *, max_entries: int = 2**22, frozen: bool = False):
         """Yield ``(row_slice, Φ[X[row_slice], :])`` in row blocks of at most ``max_entries``."""

@@ -17,7 +17,8 @@ from ..._core.validation import (
     check_positive_int,
     require_generator,
 )
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
+from ...kernels.random_features import check_spectral_kernel
 from ...likelihoods.base import Likelihood
 from ...likelihoods.bernoulli import Bernoulli
 from ...likelihoods.gaussian import Gaussian
@@ -109,7 +110,7 @@ class QSGP(QSGPSetup):
 
     def __init__(
         self,
-        kernel: StationaryKernel,
+        kernel: Kernel,
         likelihood: Likelihood,
         num_features: int,
         *,
@@ -122,10 +123,7 @@ class QSGP(QSGPSetup):
         quadrature_points: int = 101,
         generator: torch.Generator,
     ) -> None:
-        if not isinstance(kernel, StationaryKernel):
-            raise TypeError(
-                f"kernel must be a pnsolve.kernels.StationaryKernel, got {type(kernel).__name__}"
-            )
+        check_spectral_kernel(kernel, "QSGP")
         if not isinstance(likelihood, LIKELIHOODS):
             names = ", ".join(c.__name__ for c in LIKELIHOODS)
             raise TypeError(

@@ -12,7 +12,7 @@ import torch
 
 from ..._core import random as rnd
 from ..._core.statefile import DigestCache
-from ...kernels.base import StationaryKernel
+from ...kernels.kernel import Kernel
 from ...kernels.random_features import RandomFourierFeatures
 from ...likelihoods.base import Likelihood
 from ...likelihoods.gaussian import Gaussian
@@ -34,7 +34,7 @@ class QSGPSetup:
     (``features``, ``mean_weights``, ``cov``, ``log_noise``, ``cv``, ``cv_data``).
     """
 
-    kernel: StationaryKernel
+    kernel: Kernel
     likelihood: Likelihood
     m: int
     covariance_kind: str

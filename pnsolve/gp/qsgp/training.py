@@ -366,7 +366,7 @@ def _state(q: QSGP, generator: torch.Generator) -> dict:
         "log_noise": q.log_noise,
         "kernel": q.kernel.state_dict(),
         "features": q.features.rff.state_dict(),
-        "frozen": q.features.frozen_hyperparameters,
+        "frozen": q.features.frozen_state(),
         "cv": None if q.cv is None else asdict(q.cv),
         "generator": generator.get_state(),
         "model_generator": q.generator.get_state(),
@@ -409,7 +409,7 @@ def _load(
         q.log_noise.copy_(state["log_noise"])
         q.kernel.load_state_dict(state["kernel"])
         q.features.rff.load_state_dict(state["features"])
-    q.features.frozen_hyperparameters = state["frozen"]
+    q.features.load_frozen_state(state["frozen"])
     q.cv = None if state["cv"] is None else ControlVariates(**state["cv"])
     adagrad.load_state_dict(state["adagrad"])
     adam.load_state_dict(state["adam"])

@@ -13,7 +13,6 @@ from tqdm.auto import tqdm
 from ..._core.precision import full_float32
 from ..._core.statefile import tensor_digest
 from ...kernels.backends.collectives import collective, is_lead, require_process_group
-from ...kernels.base import StationaryKernel
 from ...kernels.kernel import Kernel
 from .._checks import check_inputs, check_matrix_free_kernel, check_targets
 from .checkpoint import (
@@ -137,10 +136,11 @@ def train_hyperparameters(
     y = check_targets(y, X)
     if kernel is not None:
         kernel = check_matrix_free_kernel(kernel, "train_hyperparameters")
-        if config.estimator == "pathwise" and not isinstance(kernel, StationaryKernel):
+        if config.estimator == "pathwise" and not kernel.has_spectral_features:
             raise ValueError(
-                f"estimator='pathwise' draws random Fourier features of an RBF, Matérn or "
-                f"rational quadratic kernel, not of {kernel!r}; use "
+                "estimator='pathwise' draws random Fourier features, which RBF, Matérn, "
+                "rational quadratic, spectral mixture, cosine and constant kernels have (and "
+                f"sums and products of them), not {kernel!r}; use "
                 "TrainingConfig(estimator='standard') or 'exact'"
             )
         kernel.check_inputs(X)

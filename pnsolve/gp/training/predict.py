@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...iterative import KernelSystem
-from .._checks import check_stationary_kernel
+from ...kernels.random_features import check_spectral_kernel
 from ..exact import ExactGP
 from ..mll_estimators import PathwiseEstimator
 from .config import TrainingConfig
@@ -70,7 +70,7 @@ def predictive(
         config = TrainingConfig(
             solver="cg", tol=config.tol, num_features=config.num_features, backend=config.backend
         )
-    kernel = check_stationary_kernel(result.kernel, "predictive(method='pathwise')")
+    kernel = check_spectral_kernel(result.kernel, "predictive(method='pathwise')")
     est = PathwiseEstimator(num_samples, config.num_features, generator=generator)
     noise = torch.tensor(result.noise, dtype=X.dtype, device=X.device)
     yc = y - result.mean
