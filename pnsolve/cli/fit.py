@@ -94,7 +94,9 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.lr is None:  # --lr's default is each method's own
         args.lr = TrainingConfig().lr
     if args.kernel is not None and "estimator" not in getattr(args, "given", {}):
-        args.estimator = "standard"  # pathwise needs one stationary kernel's features
+        # pathwise needs random Fourier features: the standard estimator where there are none
+        if not cli_kernel(args.kernel, 1).has_spectral_features:
+            args.estimator = "standard"
     config = config_from_arguments(TrainingConfig, args, epochs_budget=budget)
     try:
         return _run(args, config)

@@ -131,8 +131,8 @@ def _add_training_arguments(fit: argparse.ArgumentParser) -> None:
         "--estimator",
         choices=ESTIMATORS,
         default="pathwise",
-        help="--method mll's gradient estimator (default pathwise; standard with --kernel, "
-        "as pathwise needs the random Fourier features of one rbf, matern or rq kernel)",
+        help="--method mll's gradient estimator (default pathwise; standard for a --kernel "
+        "without random Fourier features: periodic, linear, polynomial or white parts)",
     )
     fit.add_argument(
         "--warm-start",

@@ -119,7 +119,7 @@ def test_fit_takes_a_kernel_expression(tmp_path: Path, capsys):
     rc = main([*args, "--steps", "3", "--num-probes", "4", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "estimator standard" in out  # pathwise needs one stationary kernel's features
+    assert "estimator standard" in out  # a periodic part has no random Fourier features
     assert "kernel (RBF(" in out and "1.0.period" in out
     rc = main(["fit", "--data", str(data), "--kernel", "rbf + gauss", "--steps", "1"])
     err = capsys.readouterr().err
@@ -133,3 +133,12 @@ def test_fit_cagp_takes_a_kernel_expression(tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "White(noise=" in out
+
+
+def test_fit_keeps_the_pathwise_estimator_for_a_kernel_with_features(tmp_path: Path, capsys):
+    data = _csv(tmp_path / "toy.csv")
+    args = ["fit", "--data", str(data), "--kernel", "rbf + sm(num_mixtures=2)[0]"]
+    rc = main([*args, "--steps", "2", "--num-probes", "4", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "estimator pathwise" in out
