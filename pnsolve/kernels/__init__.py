@@ -12,7 +12,7 @@ a regular grid; every kernel follows the :class:`Kernel` protocol the GP models 
 """
 
 from .base import StationaryKernel
-from .composite import Product, Scale, Sum
+from .composite import Product, Sum
 from .constant import Constant, White
 from .expression import from_expression
 from .gpytorch_interop import GPyTorchKernel, from_gpytorch
@@ -25,6 +25,7 @@ from .periodic import Cosine, Periodic
 from .random_features import RandomFourierFeatures
 from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
+from .scale import Scale
 from .sklearn_interop import from_sklearn, to_sklearn
 from .spectral_mixture import SpectralMixture
 

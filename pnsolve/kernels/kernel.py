@@ -276,7 +276,8 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
         return Sum(self, other)
 
     def __mul__(self, other: object) -> Kernel:
-        from .composite import Product, Scale
+        from .composite import Product
+        from .scale import Scale
 
         if isinstance(other, Kernel):
             return Product(self, other)

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from .base import StationaryKernel
-from .composite import Product, Scale, Sum
+from .composite import Product, Sum
 from .constant import Constant, White
 from .kernel import Kernel
 from .linear import Linear, Polynomial
@@ -43,6 +43,7 @@ from .matern import Matern
 from .periodic import Periodic
 from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
+from .scale import Scale
 
 __all__ = ["from_sklearn", "to_sklearn"]
 
