@@ -21,7 +21,7 @@ from .grid_config import (
     _check_grid_size,
     _data_bounds,
 )
-from .kernel import Kernel
+from .kernel import Kernel, describe_kernel
 from .ski_matrix import GridInterpolationMatrix
 
 __all__ = ["MAX_GRID_DIMS", "MAX_GRID_POINTS", "GridInterpolation"]
@@ -104,12 +104,12 @@ class GridInterpolation(Kernel):
                 "base_kernel must be a stationary pnsolve kernel (RBF, Matern, "
                 "RationalQuadratic, Periodic, Cosine, SpectralMixture, Constant, or sums "
                 "and products of them): K_UU on a regular grid is Toeplitz only for "
-                f"stationary kernels; got {_describe(base_kernel)}"
+                f"stationary kernels; got {describe_kernel(base_kernel)}"
             )
         if _reads_columns(base_kernel):
             raise ValueError(
                 "the base kernel of GridInterpolation must read every input column (no "
-                f"active_dims): the grid spans all of them; got {_describe(base_kernel)}"
+                f"active_dims): the grid spans all of them; got {describe_kernel(base_kernel)}"
             )
         self.base_kernel = base_kernel
         self._sizes = _check_grid_size(grid_size)
@@ -353,9 +353,3 @@ def _at_lags(kernel: Kernel, lags: torch.Tensor) -> torch.Tensor:
 def _reads_columns(kernel: Kernel) -> bool:
     """Whether the kernel or one of its parts has ``active_dims``."""
     return any(getattr(m, "active_dims", None) is not None for m in kernel.modules())
-
-
-def _describe(kernel: object) -> str:
-    """A one-line description: an expression's own repr, else the class name."""
-    text = repr(kernel) if isinstance(kernel, Kernel) else ""
-    return text if text and "\n" not in text else type(kernel).__name__

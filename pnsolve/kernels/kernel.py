@@ -22,7 +22,7 @@ from ..linops.base import LinearOperator
 if TYPE_CHECKING:  # pragma: no cover
     from .composite import Sum
 
-__all__ = ["Kernel", "TileOperands"]
+__all__ = ["Kernel", "TileOperands", "describe_kernel"]
 
 #: Per-point tile operands: tensors with one row per point (sliced with the tile) and
 #: 0-d tensors (the same for every tile), nested in tuples for composite kernels.
@@ -385,3 +385,9 @@ def rows_of(ops: Any, start: int, stop: int) -> Any:
     if isinstance(ops, torch.Tensor) and ops.ndim > 0:
         return ops[start:stop]
     return ops
+
+
+def describe_kernel(kernel: object) -> str:
+    """A one-line description for error messages: an expression's repr, else the class name."""
+    text = repr(kernel) if isinstance(kernel, Kernel) else ""
+    return text if text and "\n" not in text else type(kernel).__name__

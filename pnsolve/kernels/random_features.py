@@ -10,7 +10,7 @@ from torch import nn
 from .._core import random as rnd
 from .._core.precision import full_float32
 from .._core.validation import check_finite, check_same_device, check_tensor, require_generator
-from .kernel import Kernel
+from .kernel import Kernel, describe_kernel
 
 __all__ = [
     "RandomFourierFeatures",
@@ -216,9 +216,10 @@ def check_spectral_kernel(kernel: object, user: str) -> Kernel:
     """Require a kernel with random Fourier features for ``user``; errors say which have them."""
     if not isinstance(kernel, Kernel) or not kernel.has_spectral_features:
         raise TypeError(
-            f"{user} needs random Fourier features, which RBF, Matern, RationalQuadratic, "
-            "SpectralMixture, Cosine and Constant kernels have, and sums, products (of "
-            f"stationary parts) and scalings of them; got {kernel!r}"
+            f"kernel must have random Fourier features for {user}: RBF, Matern, "
+            "RationalQuadratic, SpectralMixture, Cosine and Constant kernels have them, and "
+            f"sums, products (of stationary parts) and scalings of them; got "
+            f"{describe_kernel(kernel)}"
         )
     return kernel
 

@@ -86,7 +86,7 @@ def test_features_follow_and_differentiate_the_hyperparameters():
     ids=["periodic", "linear", "white", "sum-with-polynomial", "product-with-white"],
 )
 def test_kernels_without_features_are_refused_by_name(kernel):
-    with pytest.raises(TypeError, match="needs random Fourier features"):
+    with pytest.raises(TypeError, match="kernel must have random Fourier features"):
         RandomFourierFeatures(kernel, 8, 2, generator=torch.Generator().manual_seed(0))
 
 

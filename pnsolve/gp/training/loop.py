@@ -113,8 +113,9 @@ def train_hyperparameters(
         :mod:`pnsolve.kernels` or an expression of them, trained *in place* from its own
         values (``config.init`` then sets the starting noise only: ``init_value``). Its
         structure (classes and parameter shapes) is part of a checkpoint's identity.
-        The ``"pathwise"`` estimator needs random Fourier features (an RBF, Matérn or
-        rational quadratic kernel); use ``"standard"`` or ``"exact"`` otherwise.
+        The ``"pathwise"`` estimator needs random Fourier features
+        (``kernel.has_spectral_features``: not for periodic, linear, polynomial or
+        white-noise parts); use ``"standard"`` or ``"exact"`` otherwise.
 
     Returns
     -------
