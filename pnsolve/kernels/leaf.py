@@ -1,4 +1,4 @@
-"""Shared parts of the non-stationary families: active columns and positive parameters."""
+"""Shared parts of the other families: active columns and positive parameters."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["LeafKernel", "positive_property"]
 
 
 class LeafKernel(Kernel):
-    """A matrix-free family with ``active_dims`` and softplus-positive parameters.
+    """A matrix-free family (not RBF, Matérn or RQ) with ``active_dims`` and positive parameters.
 
     Parameters are stored as ``raw_<name>`` (float64, ``value = softplus(raw)``) by
     :meth:`_positive_parameters`, read with :meth:`_value` (cast to the inputs' dtype and
