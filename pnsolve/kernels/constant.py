@@ -8,12 +8,12 @@ from typing import Any
 import torch
 
 from .kernel import TileOperands
-from .leaf import LeafKernel, positive_property
+from .leaf import KnownSpectrum, LeafKernel, positive_property
 
 __all__ = ["Constant", "White"]
 
 
-class Constant(LeafKernel):
+class Constant(KnownSpectrum):
     """``k(x, x') = value`` (a learned positive constant).
 
     In a product it is a learned scale: ``Constant(2.0) * RBF()`` is scikit-learn's
@@ -77,24 +77,6 @@ class Constant(LeafKernel):
     def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
         """The constant."""
         return self._value("value", like)
-
-    has_spectral_features = True
-
-    def spectral_width(self, input_dim: int) -> int:
-        """No draws: the spectrum is known exactly."""
-        return 0
-
-    def spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """An empty ``(m, 0)`` block (nothing is random but the phases)."""
-        return torch.empty(num_features, 0, dtype=dtype, device=device)
 
     def spectral_projection(
         self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int

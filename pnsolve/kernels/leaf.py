@@ -12,7 +12,7 @@ from .active_dims import check_active_dims, minimum_dims, select_dims
 from .kernel import Kernel
 from .positive import inv_softplus, one_device, positive_value, set_positive_, softplus
 
-__all__ = ["LeafKernel", "positive_property"]
+__all__ = ["KnownSpectrum", "LeafKernel", "positive_property"]
 
 
 class LeafKernel(Kernel):
@@ -93,3 +93,29 @@ def positive_property(name: str, doc: str) -> Any:
         self._set_value(name, value)
 
     return property(get, put, doc=doc)
+
+
+class KnownSpectrum(LeafKernel):
+    """A family whose spectrum is a few known frequencies (constant, cosine).
+
+    Its random Fourier features need no draws besides the phases; subclasses implement
+    :meth:`~pnsolve.kernels.Kernel.spectral_projection`.
+    """
+
+    has_spectral_features = True
+
+    def spectral_width(self, input_dim: int) -> int:
+        """No draws: the spectrum is known exactly."""
+        return 0
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """An empty ``(m, 0)`` block (nothing is random but the phases)."""
+        return torch.empty(num_features, 0, dtype=dtype, device=device)

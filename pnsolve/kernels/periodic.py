@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from .kernel import TileOperands
-from .leaf import LeafKernel, positive_property
+from .leaf import KnownSpectrum, LeafKernel, positive_property
 
 __all__ = ["Cosine", "Periodic"]
 
@@ -151,7 +151,7 @@ class Periodic(LeafKernel):
             )
 
 
-class Cosine(LeafKernel):
+class Cosine(KnownSpectrum):
     """``k(x, x') = cos(2π Σ_j (x_j − x'_j) / p_j)``.
 
     The kernel of a single sinusoid with random phase: its spectrum is two point masses
@@ -224,24 +224,6 @@ class Cosine(LeafKernel):
     ) -> None:
         """One rank-2 GEMM."""
         torch.mm(a[0], b[0].mT, out=s)
-
-    has_spectral_features = True
-
-    def spectral_width(self, input_dim: int) -> int:
-        """No draws: the spectrum is known exactly."""
-        return 0
-
-    def spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """An empty ``(m, 0)`` block (nothing is random but the phases)."""
-        return torch.empty(num_features, 0, dtype=dtype, device=device)
 
     def spectral_projection(
         self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
