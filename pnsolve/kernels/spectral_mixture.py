@@ -32,8 +32,10 @@ class SpectralMixture(LeafKernel):
     num_mixtures
         ``Q ≥ 1``.
     ard_dims
-        Input dimensions ``d`` (default: ``len(active_dims)``, else that of ``means``,
-        else 1).
+        Input dimensions ``d`` with their own means and variances (default:
+        ``len(active_dims)``, else that of ``means``/``variances``, else *shared*: one
+        mean and variance per component for every input column, which then takes inputs
+        of any ``d``, as GPyTorch's default ``ard_num_dims=1``).
     weights
         ``(Q,)`` positive mixture weights ``w_q`` (default ``1/Q`` each); their sum is
         ``k(x, x)``.
@@ -79,6 +81,13 @@ class SpectralMixture(LeafKernel):
         super().__init__(active_dims)
         Q = num_mixtures
         d = _input_dim(ard_dims, self.active_dims, means, variances)
+        #: Whether one mean and variance per component serve every input column.
+        self.shared = (
+            ard_dims is None
+            and self.active_dims is None
+            and d == 1
+            and not any(isinstance(v, torch.Tensor) and v.ndim == 2 for v in (means, variances))
+        )
         # defaults where torch puts a module's parameters (its default device), or where
         # the given values are
         given = [v for v in (weights, means, variances) if isinstance(v, torch.Tensor)]
@@ -168,10 +177,18 @@ class SpectralMixture(LeafKernel):
     variances = positive_property("variances", "Spectral variances ``v``, shape ``(Q, d)``.")
 
     def input_dims(self) -> tuple[int | None, int]:
-        """``(d, 0)``, or ``(None, 1 + largest active column)`` with ``active_dims``."""
+        """The input columns the kernel needs (any number with :attr:`shared` ones).
+
+        ``(d, 0)``, or ``(None, 1 + largest active column)`` with ``active_dims``, or
+        ``(None, 0)`` with shared parameters.
+        """
         if self.active_dims is not None:
             return None, max(self.active_dims) + 1
-        return self.dims, 0
+        return (None, 0) if self.shared else (self.dims, 0)
+
+    def _columns(self, input_dim: int) -> int:
+        """The columns the kernel reads, for inputs with ``input_dim`` columns."""
+        return input_dim if self.shared else self.dims
 
     # ------------------------------------------------------------ evaluation
     def _parts(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -266,7 +283,7 @@ class SpectralMixture(LeafKernel):
 
     def spectral_width(self, input_dim: int) -> int:
         """A component draw, then a sign and a standard normal per active column."""
-        return 1 + 2 * self.dims
+        return 1 + 2 * self._columns(input_dim)
 
     def spectral_base(
         self,
@@ -282,7 +299,7 @@ class SpectralMixture(LeafKernel):
         ``u ~ U[0, 1)`` (the component ``⌊uQ⌋``), signs ``s = ±1`` and ``ε ~ N(0, I)``
         per column, from ``generator`` (:mod:`pnsolve._core.random`).
         """
-        d = self.dims
+        d = self._columns(input_dim)
         u = rnd.rand((num_features, 1), generator=generator, dtype=dtype, device=device)
         flips = rnd.rand((num_features, d), generator=generator, dtype=dtype, device=device)
         signs = torch.where(flips < 0.5, -1.0, 1.0).to(dtype)
@@ -299,7 +316,7 @@ class SpectralMixture(LeafKernel):
         while the weights move. Per column the sign symmetrises the density (the paper's
         product over dimensions of ``cos(2π τ_j μ_qj)``).
         """
-        d, Q = self.dims, self.num_mixtures
+        d, Q = self._columns(X.shape[1]), self.num_mixtures
         q = (base[:, 0] * Q).long().clamp_(0, Q - 1)
         signs, eps = base[:, 1 : 1 + d], base[:, 1 + d : 1 + 2 * d]
         mu, var = self._value("means", X)[q], self._value("variances", X)[q]
@@ -331,7 +348,8 @@ class SpectralMixture(LeafKernel):
 
     def extra_repr(self) -> str:
         """Components and dimensions."""
-        return f"num_mixtures={self.num_mixtures}, dims={self.dims}{self._dims_repr()}"
+        dims = "shared" if self.shared else str(self.dims)
+        return f"num_mixtures={self.num_mixtures}, dims={dims}{self._dims_repr()}"
 
 
 def _input_dim(

@@ -114,3 +114,22 @@ def test_pathwise_training_and_qsgp_take_an_expression():
     q.fit(X, y, steps=5, generator=torch.Generator().manual_seed(7))
     post = q.posterior(X[:5])
     assert bool(torch.isfinite(post.mean).all()) and bool((post.var > 0).all())
+
+
+def test_a_spectral_mixture_without_dimensions_shares_its_parameters_over_columns():
+    """``SpectralMixture(Q)`` takes inputs of any ``d``: one mean and variance per component
+    serve every column. Its values are those of the per-column kernel whose columns
+    repeat the shared parameters, and its random features draw per column."""
+    shared = K.SpectralMixture(2, weights=torch.tensor([0.6, 0.3], dtype=F64))
+    assert shared.shared and shared.input_dims() == (None, 0)
+    per_column = K.SpectralMixture(
+        2,
+        weights=torch.tensor([0.6, 0.3], dtype=F64),
+        means=shared.means.detach().expand(2, 3).clone(),
+        variances=shared.variances.detach().expand(2, 3).clone(),
+    )
+    X = torch.rand(7, 3, dtype=F64, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        torch.testing.assert_close(shared(X), per_column(X))
+    f = RandomFourierFeatures(shared, 16, 3, generator=torch.Generator().manual_seed(9), dtype=F64)
+    assert f.base_frequencies.shape == (16, 7) and f(X).shape == (7, 16)
