@@ -11,6 +11,7 @@ from .._core.validation import check_finite, check_real_dtype
 from .base import LinearOperator
 from .closure import Closure
 from .dense import Dense
+from .symmetry import check_finite_symmetric
 
 __all__ = ["as_linop"]
 
@@ -128,8 +129,8 @@ def _from_tensor(
             is_symmetric=bool(is_symmetric),
             is_psd=is_psd,
         )
-    if is_symmetric is None:
-        check_finite(t, name)  # NaN/Inf would otherwise read as "not symmetric"
+    if is_symmetric is None:  # one pass: NaN/Inf (else "not symmetric") and symmetry
+        is_symmetric = check_finite_symmetric(t, name)
     return Dense(t, is_symmetric=is_symmetric, is_psd=is_psd)
 
 

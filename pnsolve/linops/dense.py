@@ -6,6 +6,7 @@ import torch
 
 from .._core.validation import check_tensor
 from .base import LinearOperator
+from .symmetry import check_finite_symmetric
 
 __all__ = ["Dense"]
 
@@ -34,11 +35,8 @@ class Dense(LinearOperator):
             raise ValueError(f"matrix must have shape (m, n), got {tuple(matrix.shape)}")
         if not matrix.is_floating_point():
             raise TypeError(f"matrix must have a floating dtype, got {matrix.dtype}")
-        if is_symmetric is None:
-            if not bool(torch.isfinite(matrix).all()):  # else it would read as non-symmetric
-                bad = "NaN" if bool(torch.isnan(matrix).any()) else "Inf"
-                raise ValueError(f"the matrix contains {bad} values")
-            is_symmetric = matrix.shape[0] == matrix.shape[1] and _looks_symmetric(matrix)
+        if is_symmetric is None:  # one pass: NaN/Inf (else it would read as non-symmetric)
+            is_symmetric = check_finite_symmetric(matrix, "the matrix")
         super().__init__(
             tuple(matrix.shape),
             matrix.dtype,
@@ -63,12 +61,3 @@ class Dense(LinearOperator):
     def to_dense(self) -> torch.Tensor:
         """The stored matrix itself (no copy)."""
         return self.matrix
-
-
-def _looks_symmetric(matrix: torch.Tensor) -> bool:
-    if matrix.numel() == 0:
-        return True
-    with torch.no_grad():
-        scale = matrix.abs().max().clamp_min(torch.finfo(matrix.dtype).tiny)
-        tol = 100 * torch.finfo(matrix.dtype).eps * scale
-        return bool(((matrix - matrix.mT).abs().max() <= tol).item()) if matrix.numel() else True
