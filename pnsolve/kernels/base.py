@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ class StationaryKernel(Kernel):
     implement the *profile* ``κ`` three ways: :meth:`profile` (differentiable torch),
     :meth:`profile_` (in place on a tile buffer, no autograd) and :meth:`keops_profile`
     (a pykeops ``LazyTensor`` formula), plus ``_spectral_draws`` (behind
-    :meth:`sample_spectral_base`) for random Fourier features.
+    :meth:`spectral_base`) for random Fourier features.
 
     Parameters
     ----------
@@ -175,37 +176,6 @@ class StationaryKernel(Kernel):
         pykeops parameters, not as constants (a constant is compiled into the formula).
         """
 
-    def sample_spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """Frozen base frequencies ``ε`` of shape ``(num_features, input_dim)``.
-
-        With ``active_dims``, ``input_dim`` is the number of active columns whatever is
-        passed.
-
-        The spectral frequencies for the current hyperparameters are ``ε / lengthscale``.
-        Draws from the kernel's spectral density for unit lengthscale, through
-        :meth:`_spectral_draws` (what a subclass implements): made on ``generator``'s
-        device, returned on ``device`` (:mod:`pnsolve._core.random`).
-        """
-        if self.active_dims is not None:
-            input_dim = len(self.active_dims)
-        return self._spectral_draws((num_features, input_dim), generator, dtype, device)
-
-    def spectral_state(self) -> tuple[float, ...]:
-        """Values the spectral draws depend on besides the lengthscale (default none).
-
-        :class:`~pnsolve.kernels.RandomFourierFeatures` records them when it draws and
-        refuses to evaluate after they changed (e.g. the rational quadratic's ``α``).
-        """
-        return ()
-
     has_spectral_features = True
 
     def spectral_width(self, input_dim: int) -> int:
@@ -221,10 +191,26 @@ class StationaryKernel(Kernel):
         dtype: torch.dtype,
         device: torch.device | str,
     ) -> torch.Tensor:
-        """:meth:`sample_spectral_base`: ``ε`` for unit lengthscale, ``(m, d_active)``."""
-        return self.sample_spectral_base(
-            num_features, input_dim, generator=generator, dtype=dtype, device=device
+        """Frozen base frequencies ``ε`` of shape ``(num_features, d_active)``.
+
+        ``d_active`` is ``input_dim``, or the number of active columns with
+        ``active_dims``. The spectral frequencies for the current hyperparameters are
+        ``ε / lengthscale``. Draws from the kernel's spectral density for unit
+        lengthscale, through :meth:`_spectral_draws` (what a subclass implements): made
+        on ``generator``'s device, returned on ``device`` (:mod:`pnsolve._core.random`).
+        """
+        shape = (num_features, self.spectral_width(input_dim))
+        return self._spectral_draws(shape, generator, dtype, device)
+
+    def sample_spectral_base(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        """Deprecated name of :meth:`spectral_base` (the same draws)."""
+        warnings.warn(
+            "StationaryKernel.sample_spectral_base is deprecated; use spectral_base "
+            "(the protocol every kernel with random features implements)",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        return self.spectral_base(*args, **kwargs)
 
     def spectral_projection(
         self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
@@ -244,10 +230,7 @@ class StationaryKernel(Kernel):
         """``(ARD lengthscales if every column is read, 1 + largest active column)``."""
         if self.active_dims is None:
             return self.ard_dims, 0
-        ard = self.ard_dims
-        if ard is not None and ard != len(self.active_dims):  # pragma: no cover - guarded
-            raise ValueError("lengthscale and active_dims disagree")
-        return None, minimum_dims(self.active_dims)
+        return None, minimum_dims(self.active_dims)  # the constructor matched the ARD size
 
     def _dense_graph(
         self, X1: torch.Tensor, X2: torch.Tensor | None, self_index: torch.Tensor | None

@@ -63,6 +63,31 @@ class _Composite(Kernel):
         """The parts' spectral states, concatenated."""
         return tuple(v for k in self.parts for v in k.spectral_state())
 
+    #: How the parts' random features combine (:mod:`~.spectral_algebra`): base draws
+    #: and projections of a sum (side by side) or a product (frequencies add).
+    _combine_base = staticmethod(sum_base)
+    _combine_projection = staticmethod(sum_projection)
+
+    def spectral_base(
+        self,
+        num_features: int,
+        input_dim: int,
+        *,
+        generator: torch.Generator,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> torch.Tensor:
+        """The parts' draws, combined as the sum or product needs."""
+        return self._combine_base(
+            self.parts, num_features, input_dim, generator=generator, dtype=dtype, device=device
+        )
+
+    def spectral_projection(
+        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The parts' projections, combined as the sum or product needs."""
+        return self._combine_projection(self.parts, X, base, phases, num_features)
+
     def input_dims(self) -> tuple[int | None, int]:
         """The strictest requirement of the parts (they must agree on an exact ``d``)."""
         exact: int | None = None
@@ -89,12 +114,6 @@ class _Composite(Kernel):
     def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
         """The parts' operands (nested)."""
         return tuple(k.tile_operands(X, left) for k in self.parts)
-
-    def keops_formula(
-        self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None
-    ) -> Any:
-        """The parts' formulas combined into one formula (one compilation)."""
-        raise NotImplementedError  # pragma: no cover - both subclasses implement it
 
     def extra_repr(self) -> str:
         """Nothing: the parts print themselves."""
@@ -147,26 +166,6 @@ class Sum(_Composite):
     def spectral_width(self, input_dim: int) -> int:
         """The part index and the widest part's draws."""
         return 1 + max(k.spectral_width(input_dim) for k in self.parts)
-
-    def spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """The parts' features side by side (:func:`~.spectral_algebra.sum_base`)."""
-        return sum_base(
-            self.parts, num_features, input_dim, generator=generator, dtype=dtype, device=device
-        )
-
-    def spectral_projection(
-        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each row by its part (:func:`~.spectral_algebra.sum_projection`)."""
-        return sum_projection(self.parts, X, base, phases, num_features)
 
     def _diag(self, X: torch.Tensor) -> torch.Tensor:
         return _reduce(operator.add, [k._diag(X) for k in self.parts])
@@ -247,6 +246,12 @@ class Product(_Composite):
     """
 
     _symbol = "*"
+    _combine_base = staticmethod(product_base)
+    _combine_projection = staticmethod(product_projection)
+
+    def __init__(self, *kernels: Kernel) -> None:
+        super().__init__(*kernels)
+        self._fused, self._rest = self._groups()
 
     @property
     def tile_exp(self) -> bool:  # type: ignore[override]
@@ -256,6 +261,9 @@ class Product(_Composite):
 
     def _groups(self) -> tuple[list[int], list[int]]:
         """``(exp parts fused into one GEMM, other non-constant parts)`` by index.
+
+        Computed once at construction (the parts' kinds are class attributes), not per
+        tile.
 
         Two or more exp parts (RBF, periodic) share one GEMM of their concatenated
         operands and one ``exp``: ``exp(a₁b₁ᵀ) exp(a₂b₂ᵀ) = exp([a₁ a₂][b₁ b₂]ᵀ)``.
@@ -269,7 +277,7 @@ class Product(_Composite):
     @property
     def tile_buffers(self) -> int:  # type: ignore[override]
         """The first part's scratch, and one tile for each later one's values."""
-        fused, rest = self._groups()
+        fused, rest = self._fused, self._rest
         if not fused and not rest:
             return self.parts[0].tile_buffers
         need = 0 if fused else self.parts[rest[0]].tile_buffers
@@ -280,7 +288,7 @@ class Product(_Composite):
     def tile_operands(self, X: torch.Tensor, left: bool) -> TileOperands:
         """The parts' operands, then the exp parts' operands concatenated (or ``()``)."""
         ops = super().tile_operands(X, left)
-        fused, _ = self._groups()
+        fused = self._fused
         merged = torch.cat([ops[j][0] for j in fused], dim=1) if fused else ()
         return (*ops, merged)
 
@@ -297,26 +305,6 @@ class Product(_Composite):
     def spectral_width(self, input_dim: int) -> int:
         """Every part's draws side by side."""
         return sum(k.spectral_width(input_dim) for k in self.parts)
-
-    def spectral_base(
-        self,
-        num_features: int,
-        input_dim: int,
-        *,
-        generator: torch.Generator,
-        dtype: torch.dtype,
-        device: torch.device | str,
-    ) -> torch.Tensor:
-        """One draw of every part per feature (:func:`~.spectral_algebra.product_base`)."""
-        return product_base(
-            self.parts, num_features, input_dim, generator=generator, dtype=dtype, device=device
-        )
-
-    def spectral_projection(
-        self, X: torch.Tensor, base: torch.Tensor, phases: torch.Tensor, num_features: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Frequencies add, amplitudes multiply (:func:`~.spectral_algebra.product_projection`)."""
-        return product_projection(self.parts, X, base, phases, num_features)
 
     def _diag(self, X: torch.Tensor) -> torch.Tensor:
         return _reduce(operator.mul, [k._diag(X) for k in self.parts])
@@ -337,7 +325,7 @@ class Product(_Composite):
         Constant parts write nothing (their value is in :meth:`tile_scale`); exp parts
         (RBF, periodic) are one GEMM of their concatenated operands and one ``exp``.
         """
-        fused, rest = self._groups()
+        fused, rest = self._fused, self._rest
         if fused:
             torch.mm(a[-1], b[-1].mT, out=s)
             if diag is not None:

@@ -108,7 +108,7 @@ class RandomFourierFeatures(nn.Module):
         )
         self.register_buffer("base_frequencies", eps)
         self.register_buffer("phases", phase)
-        #: The kernel's :meth:`~pnsolve.kernels.StationaryKernel.spectral_state` at the draw.
+        #: The kernel's :meth:`~pnsolve.kernels.Kernel.spectral_state` at the draw.
         self.drawn_spectral_state = kernel.spectral_state()
 
     def _check_X(self, X: object, name: str = "X") -> torch.Tensor:
@@ -229,7 +229,7 @@ def check_spectral_state(kernel: Kernel, drawn_at: tuple[float, ...]) -> None:
 
     Frozen draws ``ε`` follow a hyperparameter step through ``ε / lengthscale``, but not a
     change of a parameter that shapes the spectral density itself (the rational
-    quadratic's ``α``, :meth:`~pnsolve.kernels.StationaryKernel.spectral_state`).
+    quadratic's ``α``, :meth:`~pnsolve.kernels.Kernel.spectral_state`).
 
     Raises
     ------

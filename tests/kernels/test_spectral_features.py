@@ -133,3 +133,13 @@ def test_a_spectral_mixture_without_dimensions_shares_its_parameters_over_column
         torch.testing.assert_close(shared(X), per_column(X))
     f = RandomFourierFeatures(shared, 16, 3, generator=torch.Generator().manual_seed(9), dtype=F64)
     assert f.base_frequencies.shape == (16, 7) and f(X).shape == (7, 16)
+
+
+def test_the_old_name_of_the_base_draws_warns_and_draws_the_same():
+    k = K.RBF(ard_dims=3)
+    with pytest.warns(DeprecationWarning, match="spectral_base"):
+        old = k.sample_spectral_base(
+            5, 3, generator=torch.Generator().manual_seed(0), dtype=F64, device="cpu"
+        )
+    new = k.spectral_base(5, 3, generator=torch.Generator().manual_seed(0), dtype=F64, device="cpu")
+    assert torch.equal(old, new)
