@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["inv_softplus", "one_device", "positive_value", "set_positive_", "softplus"]
+__all__ = [
+    "inv_softplus",
+    "one_device",
+    "parameter_label",
+    "positive_value",
+    "set_positive_",
+    "softplus",
+]
 
 
 def softplus(x: torch.Tensor) -> torch.Tensor:
@@ -65,3 +72,13 @@ def set_positive_(raw: torch.Tensor, value: float | torch.Tensor, name: str) -> 
         raise ValueError(f"{name} must have shape {tuple(raw.shape)}, got {tuple(v.shape)}")
     with torch.no_grad():
         raw.copy_(inv_softplus(v).expand_as(raw))
+
+
+def parameter_label(name: str) -> str:
+    """The value's name for a raw parameter's ``named_parameters()`` name.
+
+    Drops the ``raw_`` storage prefix and the ``kernels.`` of expressions:
+    ``"kernels.0.kernels.1.raw_period"`` → ``"0.1.period"`` (the period of the second
+    factor of the first term).
+    """
+    return name.replace("kernels.", "").replace("raw_", "")

@@ -12,6 +12,7 @@ from torch import nn
 
 from ...kernels.base import StationaryKernel, inv_softplus, softplus
 from ...kernels.kernel import Kernel
+from ...kernels.positive import parameter_label
 from ...kernels.rbf import RBF
 from .._checks import check_matrix_free_kernel, check_noise
 from .priors import GammaPrior, LogPrior
@@ -119,7 +120,7 @@ class LogHyperparameters:
             for name, raw in self.kernel.named_parameters():
                 if not raw.requires_grad:  # frozen by the caller: kept at its value
                     continue
-                label = "log_" + name.replace("kernels.", "").replace("raw_", "")
+                label = "log_" + parameter_label(name)
                 start = len(names)
                 names += [label] if raw.numel() == 1 else _numbered(label, raw.numel())
                 self._entries.append((raw, slice(start, len(names))))

@@ -6,7 +6,7 @@ import math
 
 from ...kernels.base import StationaryKernel
 from ...kernels.kernel import Kernel
-from ...kernels.positive import softplus
+from ...kernels.positive import parameter_label, softplus
 
 __all__ = ["hyperparameter_summary", "named_values"]
 
@@ -20,7 +20,7 @@ def named_values(kernel: Kernel) -> tuple[tuple[str, tuple[float, ...]], ...]:
     """
     out = []
     for name, raw in kernel.named_parameters():
-        label = name.replace("kernels.", "").replace("raw_", "")
+        label = parameter_label(name)
         values = softplus(raw.detach()).reshape(-1).tolist()
         out.append((label, tuple(float(v) for v in values)))
     return tuple(out)
