@@ -15,7 +15,8 @@ from .base import StationaryKernel
 from .composite import Product, Sum
 from .constant import Constant, White
 from .expression import from_expression
-from .gpytorch_interop import GPyTorchKernel, from_gpytorch
+from .gpytorch_interop import from_gpytorch
+from .gpytorch_kernel import GPyTorchKernel
 from .grid_interpolation import GridInterpolation
 from .kernel import Kernel
 from .kernel_matrix import KernelMatrix
@@ -26,7 +27,8 @@ from .random_features import RandomFourierFeatures
 from .rational_quadratic import RationalQuadratic
 from .rbf import RBF
 from .scale import Scale
-from .sklearn_interop import from_sklearn, to_sklearn
+from .sklearn_export import to_sklearn
+from .sklearn_interop import from_sklearn
 from .spectral_mixture import SpectralMixture
 
 __all__ = [

@@ -290,7 +290,7 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
 
     def to_sklearn(self) -> Any:
         """The kernel as a scikit-learn kernel (:func:`~pnsolve.kernels.to_sklearn`)."""
-        from .sklearn_interop import to_sklearn
+        from .sklearn_export import to_sklearn
 
         return to_sklearn(self)
 
