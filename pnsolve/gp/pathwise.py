@@ -66,13 +66,13 @@ class PathwiseDraws:
     """The frozen randomness of ``s`` pathwise samples (prior draws and noise draws).
 
     Plain tensors, not tied to a kernel object: features are evaluated under the
-    *current* hyperparameters of the kernel passed in (frequencies ``ε / ℓ``, scale
-    ``√outputscale``), so the same prior draws follow a hyperparameter step.
+    *current* hyperparameters of the kernel passed in, so the same prior draws follow a
+    hyperparameter step.
 
     Attributes
     ----------
     base_frequencies
-        RFF base frequencies ``ε`` (spectral draws for unit lengthscale), shape ``(m, d)``.
+        RFF base draws (:meth:`~pnsolve.kernels.Kernel.spectral_base`), shape ``(m, w)``.
     phases
         RFF phases ``b ~ U[0, 2π)``, shape ``(m,)``.
     feature_weights
@@ -107,11 +107,9 @@ class PathwiseDraws:
         Parameters
         ----------
         kernel
-            The stationary kernel (its spectral density gives ``ε``).
-        num_features, num_samples
-            ``m`` and ``s`` (checked by the caller).
-        X
-            Training inputs ``(n, d)`` (checked by the caller).
+            A kernel with random Fourier features (its spectral density gives ``ε``).
+        num_features, num_samples, X
+            ``m``, ``s`` and the training inputs ``(n, d)`` (checked by the caller).
         generator
             The only source of randomness.
         """
@@ -132,11 +130,9 @@ class PathwiseDraws:
 
     @full_float32
     def features(self, kernel: Kernel, X: torch.Tensor) -> torch.Tensor:
-        """``φ(X) = sqrt(2 a / m) cos(ωᵀX + b)``, shape ``(n, m)``, differentiable.
+        """Random Fourier features of these draws at the kernel's current values, ``(n, m)``.
 
-        The features of :class:`~pnsolve.kernels.RandomFourierFeatures` with these base
-        draws at the kernel's current hyperparameters (``ω = ε / ℓ``, ``a = outputscale``
-        for a stationary kernel). ``X`` ``(n, d)`` is not checked here.
+        :func:`~pnsolve.kernels.random_features.rff_features`; ``X`` is not checked here.
         """
         check_spectral_state(kernel, tuple(self.spectral_state.tolist()))  # CPU: no sync
         m = self.base_frequencies.shape[0]
