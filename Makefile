@@ -11,7 +11,7 @@ export MPLBACKEND := Agg
 export NO_MKDOCS_2_WARNING := 1
 JOBS ?= 2
 
-.PHONY: run test bench docs lint format clean venv gpu-wheels gpu-check
+.PHONY: run test bench bench-studies docs lint format clean venv gpu-wheels gpu-check
 
 $(VENV)/.core: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,13 @@ run: $(VENV)/.core
 test: $(VENV)/.dev
 	PNSOLVE_SMOKE=1 $(PY) -m pytest -n $(JOBS) -q
 
+# the ratio benchmarks (under an hour); the long studies resume where they stopped
+# (outputs/bench-studies/; ARGS=--fresh starts over, ARGS=--quick at small sizes)
 bench: $(VENV)/.dev
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(ARGS)
+
+bench-studies: $(VENV)/.dev
+	$(PY) benchmarks/run_all.py --studies $(ARGS)
 
 docs: $(VENV)/.dev
 	$(VENV)/bin/mkdocs build --strict --site-dir site

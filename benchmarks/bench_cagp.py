@@ -81,7 +81,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import load_average, print_table
+from _common import ResultStore, add_resume_arguments, load_average, print_table
 
 import pnsolve as pn
 
@@ -301,6 +301,26 @@ def run_itergp(X, y, Xs, ys, *, steps: int, max_iter: int, seed: int) -> dict:
 MODELS = ("cagp", "svgp", "sgpr", "exact", "itergp")
 
 
+def run_model(args, key: str, X, y, Xs, ys, *, budget: float, seed: int) -> dict | str:
+    """One model on one split: its result dictionary, or the error message of a failure."""
+    try:
+        if key == "cagp":
+            return run_cagp(X, y, Xs, ys, actions=args.actions, steps=args.steps, lr=args.lr,
+                            seed=seed)  # fmt: skip
+        if key == "svgp":
+            return run_svgp(X, y, Xs, ys, budget=budget, num_inducing=args.inducing,
+                            batch=args.batch, seed=seed)  # fmt: skip
+        if key == "sgpr":
+            return run_sgpr(X, y, Xs, ys, budget=budget, num_inducing=args.actions,
+                            lr=args.sgpr_lr, seed=seed)  # fmt: skip
+        if key == "exact":
+            return run_exact(X, y, Xs, ys, fit_rows=args.exact_fit, seed=seed)
+        return run_itergp(X, y, Xs, ys, steps=args.iter_steps,
+                          max_iter=min(args.actions, X.shape[0]), seed=seed)  # fmt: skip
+    except Exception as exc:  # a failure is a finding: reported, and saved like a result
+        return f"{type(exc).__name__}: {exc}"
+
+
 def run_split(args, name: str, split: int, labels: dict[str, str]) -> dict[str, dict | str]:
     """Every model on one split: a result dictionary, or the error message of a failure."""
     X, y, Xs, ys = split_data(name, split, args.max_train, args.max_test)
@@ -309,26 +329,14 @@ def run_split(args, name: str, split: int, labels: dict[str, str]) -> dict[str, 
     out: dict[str, dict | str] = {}
     budget = args.fallback_budget  # SVGP's and SGPR's seconds if CaGP fails
     for key in args.models:
-        try:
-            if key == "cagp":
-                r = run_cagp(X, y, Xs, ys, actions=args.actions, steps=args.steps, lr=args.lr,
-                             seed=seed)  # fmt: skip
-                budget = r["seconds"]
-            elif key == "svgp":
-                r = run_svgp(X, y, Xs, ys, budget=budget, num_inducing=args.inducing,
-                             batch=args.batch, seed=seed)  # fmt: skip
-            elif key == "sgpr":
-                r = run_sgpr(X, y, Xs, ys, budget=budget, num_inducing=args.actions,
-                             lr=args.sgpr_lr, seed=seed)  # fmt: skip
-            elif key == "exact":
-                r = run_exact(X, y, Xs, ys, fit_rows=args.exact_fit, seed=seed)
-            else:
-                r = run_itergp(X, y, Xs, ys, steps=args.iter_steps,
-                               max_iter=min(args.actions, n), seed=seed)  # fmt: skip
-        except Exception as exc:  # report and go on: a failure is a finding
-            out[key] = f"{type(exc).__name__}: {exc}"
+        r = args.store.unit(args.store.key("uci", name, split, key), run_model,
+                            args, key, X, y, Xs, ys, budget=budget, seed=seed)  # fmt: skip
+        if isinstance(r, str):  # report and go on: a failure is a finding
+            out[key] = r
             print(f"{name} split {split} {labels[key]}: FAILED {out[key]}", flush=True)
             continue
+        if key == "cagp":
+            budget = r["seconds"]
         out[key] = r
         extra = " ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
@@ -444,7 +452,11 @@ def cost_row(n: int, i: int, d: int, repeats: int) -> list:
 
 def part_cost(args) -> None:
     d = 8
-    rows = [cost_row(n, i, d, args.repeats) for n in args.cost_n for i in (64, 256)]
+    rows = [
+        args.store.unit(args.store.key("cost", n, i), cost_row, n, i, d, args.repeats)
+        for n in args.cost_n
+        for i in (64, 256)
+    ]
     print_table(
         f"(b) one CaGP training step in kernel passes (d = {d}, backend chunked, medians of "
         f"{args.repeats}, interleaved; {load_average()})",
@@ -479,7 +491,10 @@ def predict_row(n: int, Xs: torch.Tensor, i: int, repeats: int) -> list:
 def part_predict(args) -> None:
     d, i = 8, 64
     Xs, _ = synthetic(args.predict_points, d, seed=7)
-    rows = [predict_row(n, Xs, i, args.repeats) for n in args.predict_n]
+    rows = [
+        args.store.unit(args.store.key("predict", n), predict_row, n, Xs, i, args.repeats)
+        for n in args.predict_n
+    ]
     for r in rows:
         r.append(r[4] / rows[0][4])
     print_table(
@@ -533,7 +548,7 @@ def part_figure(args) -> None:
     rows, panels = [], {}
     for freq in args.figure_freqs:
         X, y = gap_data(freq)
-        bands = gap_models(X, y, grid, args)
+        bands = args.store.unit(args.store.key("figure", freq), gap_models, X, y, grid, args)
         panels[freq] = (X, y, bands)
         for label, (_, var, noise) in bands.items():
             sd = var.clamp_min(0).sqrt()
@@ -597,6 +612,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="(b), (c): timed repeats")
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--quick", action="store_true", help="a smoke run, not the check")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     args.models = [key for key in MODELS if key in args.models]  # CaGP first: the budget
     parts = args.parts.split(",")
@@ -612,6 +628,9 @@ def main() -> int:
         args.iter_steps, args.repeats = 5, 1
         args.cost_n, args.predict_n, args.predict_points = [2000], [1000, 4000, 16_000], 200
         args.figure_steps, args.figure_svgp_steps, args.figure_freqs = 100, 500, (3, 12)
+    args.store = ResultStore.from_args(
+        __file__, args, ignore=("parts", "datasets", "splits", "first_split")
+    )
     torch.set_num_threads(1)
     print(f"bench_cagp: torch {torch.__version__}, one thread; {load_average()}", flush=True)
     t0 = time.perf_counter()
@@ -622,6 +641,7 @@ def main() -> int:
             fn(args)
             print(f"[part {part}: {time.perf_counter() - start:.0f} s]", flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; {load_average()}")
+    print(args.store.summary(), file=sys.stderr)
     return 0
 
 

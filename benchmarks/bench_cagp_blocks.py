@@ -18,6 +18,7 @@ import sys
 import time
 
 import torch
+from _common import ResultStore, add_resume_arguments
 
 import pnsolve as pn
 
@@ -37,17 +38,35 @@ def rows(name: str, n: int, t: int, split: int):
     return (X - mu) / sd, (y - ym) / ysd, (Xs - mu) / sd, (ys - ym) / ysd
 
 
+def fit_score(X, y, Xs, ys, blocks: str, steps: int, split: int) -> list[float]:
+    """Fit one CaGP with the given blocks: test RMSE, test NLL, ELBO per row, seconds."""
+    m = pn.gp.CaGP(
+        pn.kernels.RBF(lengthscale=torch.ones(X.shape[1], dtype=F64)), 0.1, 64, blocks=blocks
+    )
+    t0 = time.perf_counter()
+    m.fit(X, y, steps=steps, generator=torch.Generator().manual_seed(split))
+    seconds = time.perf_counter() - t0
+    post = m.posterior(Xs)
+    var = post.var + m.noise
+    rmse = float((post.mean - ys).square().mean().sqrt())
+    nll = float((0.5 * torch.log(2 * math.pi * var)
+                 + (ys - post.mean) ** 2 / (2 * var)).mean())  # fmt: skip
+    return [rmse, nll, float(m.elbo(X, y) / X.shape[0]), seconds]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="elevators,bike,protein")
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--quick", action="store_true", help="a smoke run, not the check")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.datasets.split(",")
     if args.quick:
         names, args.splits, args.steps = names[:1], 1, 20
+    store = ResultStore.from_args(__file__, args)
     print(f"{'data':<10} {'split':>5} {'blocks':<7} {'RMSE':>7} {'NLL':>7} {'ELBO/n':>8} {'s':>4}")
     wins = {"elbo": 0, "nll": 0, "rmse": 0, "runs": 0}
     for name in names:
@@ -55,19 +74,10 @@ def main() -> int:
             X, y, Xs, ys = rows(name, 2000, 1000, split)
             scores = {}
             for blocks in ("random", "kmeans"):
-                m = pn.gp.CaGP(
-                    pn.kernels.RBF(lengthscale=torch.ones(X.shape[1], dtype=F64)), 0.1, 64,
-                    blocks=blocks,
-                )  # fmt: skip
-                t0 = time.perf_counter()
-                m.fit(X, y, steps=args.steps, generator=torch.Generator().manual_seed(split))
-                seconds = time.perf_counter() - t0
-                post = m.posterior(Xs)
-                var = post.var + m.noise
-                rmse = float((post.mean - ys).square().mean().sqrt())
-                nll = float((0.5 * torch.log(2 * math.pi * var)
-                             + (ys - post.mean) ** 2 / (2 * var)).mean())  # fmt: skip
-                elbo = m.elbo(X, y) / X.shape[0]
+                key = store.key(name, split, blocks)
+                rmse, nll, elbo, seconds = store.unit(
+                    key, fit_score, X, y, Xs, ys, blocks, args.steps, split
+                )
                 scores[blocks] = (rmse, nll, elbo)
                 print(f"{name:<10} {split:>5} {blocks:<7} {rmse:7.4f} {nll:7.4f} {elbo:8.4f} "
                       f"{seconds:4.0f}", flush=True)  # fmt: skip
@@ -78,6 +88,7 @@ def main() -> int:
             wins["runs"] += 1
     print(f"k-means better in {wins['elbo']}/{wins['runs']} runs by ELBO, {wins['nll']} by test "
           f"NLL, {wins['rmse']} by test RMSE")  # fmt: skip
+    print(store.summary(), file=sys.stderr)
     return 0
 
 

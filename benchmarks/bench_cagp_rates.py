@@ -23,6 +23,7 @@ import sys
 import time
 
 import torch
+from _common import ResultStore, add_resume_arguments
 from bench_cagp import NOISE0, rbf, scores, split_data
 
 import pnsolve as pn
@@ -53,16 +54,28 @@ def fit(X, y, *, steps: int, lr: float, action_lr: float, decay: float) -> pn.gp
     return m
 
 
+def fit_score(X, y, Xs, ys, steps: int, lr: float, action_lr: float, decay: float) -> list:
+    """One candidate on one set: ELBO per training row, test NLL, seconds."""
+    t0 = time.perf_counter()
+    m = fit(X, y, steps=steps, lr=lr, action_lr=action_lr, decay=decay)
+    seconds = time.perf_counter() - t0
+    post = m.posterior(Xs)
+    nll = scores(post.mean, post.var + m.noise, ys)[1]
+    return [m.elbo(X, y) / X.shape[0], nll, seconds]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(SETS))
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--quick", action="store_true", help="a smoke run, not the check")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.datasets.split(",")
     if args.quick:
         names, args.steps = ["concrete"], 20
+    store = ResultStore.from_args(__file__, args)
     print(f"bench_cagp_rates: torch {torch.__version__}, one thread, {args.steps} steps")
     print(f"{'data':<11} {'n':>5} {'rate':<14} {'ELBO/n':>8} {'test NLL':>8} {'s':>5}")
     best: dict[str, str] = {}
@@ -70,17 +83,15 @@ def main() -> int:
         X, y, Xs, ys = split_data(name, 0, 5000, 2000)
         elbos = {}
         for label, lr, action_lr, decay in CANDIDATES:
-            t0 = time.perf_counter()
-            m = fit(X, y, steps=args.steps, lr=lr, action_lr=action_lr, decay=decay)
-            seconds = time.perf_counter() - t0
-            post = m.posterior(Xs)
-            nll = scores(post.mean, post.var + m.noise, ys)[1]
-            elbos[label] = m.elbo(X, y) / X.shape[0]
+            elbos[label], nll, seconds = store.unit(
+                store.key(name, label), fit_score, X, y, Xs, ys, args.steps, lr, action_lr, decay
+            )
             print(f"{name:<11} {X.shape[0]:>5} {label:<14} {elbos[label]:8.4f} {nll:8.4f} "
                   f"{seconds:5.0f}", flush=True)  # fmt: skip
         best[name] = max(elbos, key=elbos.__getitem__)
     for name, label in best.items():
         print(f"{name}: highest ELBO at rate {label}")
+    print(store.summary(), file=sys.stderr)
     return 0
 
 

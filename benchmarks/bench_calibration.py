@@ -59,7 +59,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import interleaved_medians, print_table, ratio
+from _common import ResultStore, add_resume_arguments, interleaved_medians, print_table, ratio
 
 import pnsolve as pn
 from pnsolve.metrics import CalibrationStatistics
@@ -473,6 +473,13 @@ def _to_json(all_results, times) -> dict[str, object]:
     return out
 
 
+def run_method(m: Method, problem: Problem, budgets, seed: int) -> dict[str, dict[int, Cell]]:
+    """One method's cells by budget (two labels for the adaptive method)."""
+    if m.kind == "adaptive":
+        return run_adaptive(m, problem, budgets, ADAPTIVE_DRAWS, seed)
+    return {m.label: RUNNERS[m.kind](m, problem, budgets, DRAWS_PER_SEED, seed)}
+
+
 def main() -> None:
     global ACTION_SEEDS, DRAWS_PER_SEED, ADAPTIVE_DRAWS, N_TRAIN, BLOCK
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -483,6 +490,7 @@ def main() -> None:
     parser.add_argument("--noises", nargs="+", type=float, default=list(NOISES))
     parser.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS))
     parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training subset size")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     if args.n_train != N_TRAIN:
         N_TRAIN, BLOCK = args.n_train, max(1, args.n_train // 10)
@@ -490,6 +498,7 @@ def main() -> None:
     if args.quick:
         datasets, noises, budgets = ("concrete",), (0.1,), (5, 20, 50)
         ACTION_SEEDS, DRAWS_PER_SEED, ADAPTIVE_DRAWS = 2, 20, 40
+    store = ResultStore.from_args(__file__, args, ignore=("json", "plot", "datasets", "noises"))
     torch.set_grad_enabled(False)
     all_results: dict[str, dict[str, dict[int, Cell]]] = {}
     times: dict[str, dict[str, float]] = {}
@@ -502,14 +511,14 @@ def main() -> None:
             results: dict[str, dict[int, Cell]] = {}
             for m_index, m in enumerate(methods()):
                 seed = 1000 * d_index + 10 * m_index
-                if m.kind == "adaptive":
-                    results |= run_adaptive(m, problem, budgets, ADAPTIVE_DRAWS, seed)
-                else:
-                    results[m.label] = RUNNERS[m.kind](m, problem, budgets, DRAWS_PER_SEED, seed)
+                results |= store.unit(
+                    store.key(key, m.label), run_method, m, problem, budgets, seed
+                )
                 print(f"  {key}: {m.label} done ({time.perf_counter() - t0:.0f} s)", flush=True)
             all_results[key] = results
             report(key, noise, results, budgets)
-            t = time_methods(problem, min(TIME_BUDGET, max(budgets)), 2 if args.quick else 5)
+            t = store.unit(store.key(key, "times"), time_methods, problem,
+                           min(TIME_BUDGET, max(budgets)), 2 if args.quick else 5)  # fmt: skip
             times[key] = {label: ratio(v, t["CG"]) for label, v in t.items()}
             print_table(
                 f"{key}: time of fit + posterior variance at {TIME_BUDGET} products ÷ CG's",
@@ -529,6 +538,7 @@ def main() -> None:
             curves |= {f"{m}, i={i}": all_results[key][m][i].comp for i in (early, late)}
         pn.plotting.plot_coverage(curves, args.plot, title=f"comp_var, {key}, prior draws")
         print(f"wrote {args.plot}")
+    print(store.summary(), file=sys.stderr)
 
 
 if __name__ == "__main__":

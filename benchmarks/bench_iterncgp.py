@@ -61,7 +61,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table, ratio
+from _common import ResultStore, add_resume_arguments, print_table, ratio
 
 import pnsolve as pn
 from pnsolve.testing import CountingOperator
@@ -752,7 +752,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (< 1 min)")
     parser.add_argument("--seeds", type=int, default=None, help="Poisson seeds (default 3)")
     parser.add_argument("--tune", action="store_true", help="only print the tuning grids")
+    add_resume_arguments(parser)
     args = parser.parse_args(argv)
+    store = ResultStore.from_args(__file__, args, ignore=("tune",))  # units: the four runs
     torch.set_grad_enabled(False)
     if args.tune:
         tune()
@@ -775,7 +777,10 @@ def main(argv: list[str] | None = None) -> int:
         "test log-lik",
     ]
     for outputscale, label in ((5.0, "paper's outputscale 5"), (1.0, "milder outputscale 1")):
-        rows, best = run_poisson(outputscale, n_total, budget, seeds, checkpoints)
+        key = store.key("poisson", outputscale)
+        rows, best = store.printed_unit(
+            key, run_poisson, outputscale, n_total, budget, seeds, checkpoints
+        )
         print_table(
             f"§5.1 Poisson regression, {label}: n = {n_total * 4 // 5} train / "
             f"{n_total // 5} test, budget {budget} CG iterations split over Newton steps, "
@@ -794,7 +799,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     # ---------------------------------------------------------------- 2. mixture
-    rows, mix = run_mixture(args.quick)
+    rows, mix = store.printed_unit("mixture", lambda: run_mixture(args.quick))
     print_table(
         f"§5.2 Gaussian-mixture classification, C = 10, d = 3: n = {10 * mix['npc']} train / "
         f"1000 test, Matérn-5/2 ℓ = 0.2, IterNCGP {mix['iters']} CG iterations/step, "
@@ -816,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     # ---------------------------------------------------------------- 3./4. digits
-    metrics_rows, sweep_rows, d8 = run_digits(args.quick)
+    metrics_rows, sweep_rows, d8 = store.printed_unit("digits", lambda: run_digits(args.quick))
     print_table(
         f"digits, Softmax(10), RBF ℓ = 2, outputscale 5: n = {d8['n']} train / 359 test",
         [
@@ -868,6 +873,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['rss_mb']:.0f} / {full['rss_mb']:.0f} MB"
             )
     print(f"\n(total {time.perf_counter() - t_start:.0f} s)")
+    print(store.summary(), file=sys.stderr)
     return 0
 
 

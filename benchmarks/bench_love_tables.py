@@ -51,7 +51,7 @@ import time
 
 import _gpytorch_peer as gpytorch_peer
 import torch
-from _common import print_table, ratio
+from _common import ResultStore, add_resume_arguments, print_table, ratio
 
 import pnsolve as pn
 
@@ -196,9 +196,15 @@ def run_one(name: str, T: int, exact_limit: int, g: torch.Generator) -> list:
     ]  # fmt: skip
 
 
+def _run_one_state(name: str, T: int, exact_limit: int, g: torch.Generator) -> tuple:
+    """:func:`run_one`'s row and the generator's state after it (a rerun resumes there)."""
+    return run_one(name, T, exact_limit, g), g.get_state()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="airfoil + synthetic, T = 50")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
@@ -206,7 +212,12 @@ def main() -> None:
     if not args.quick:
         names += ["skillcraft", "parkinsons", "pol", "elevators", "protein"]
     T, limit = (50, 3000) if args.quick else (200, 6000)
-    rows = [run_one(name, T, limit, g) for name in names]
+    store = ResultStore.from_args(__file__, args)
+    rows = []
+    for name in names:  # a unit per data set; the shared generator's state is saved with it
+        row, state = store.unit(name, _run_one_state, name, T, limit, g)
+        g.set_state(state)
+        rows.append(row)
     print_table(
         f"LOVE paper Table 2 at CPU scale: SKI (m = 100² or 10⁴) with LOVE (k = 50) vs "
         f"KISS-GP w/o LOVE (CG), T = {T} reference test points; paper: GPU, DKL",
@@ -217,6 +228,7 @@ def main() -> None:
          "fit s", "cache s", "LOVE µs/pt"],
         rows,
     )  # fmt: skip
+    print(store.summary(), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import sys
 import time
 
 import torch
+from _common import ResultStore, add_resume_arguments
 
 import pnsolve as pn
 
@@ -66,6 +67,22 @@ def run_qsgp(kernel, noise: float, X, y, Xs, ys, m: int, steps: int, **fit) -> t
     return rmse(q.posterior(Xs).mean, ys), q.noise, float(q.kernel.outputscale.detach()), seconds
 
 
+def run_set(name: str, args) -> list:
+    """One set: the exact GP's RMSE, QSGP before and now, and the ablations (if asked)."""
+    X, y, Xs, ys = rows_of(name)
+    kernel = pn.kernels.RBF(lengthscale=torch.ones(X.shape[1], dtype=F64))
+    noise = float(pn.gp.fit_exact_hyperparameters(kernel, X, y, steps=150).noise)
+    exact = rmse(pn.gp.ExactGP(copy.deepcopy(kernel), noise).fit(X, y).posterior(Xs).mean, ys)
+    before = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps, **BEFORE)
+    now = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps)
+    ablations = {}
+    if args.ablations:
+        for label, fit in ABLATIONS.items():
+            r = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps, **fit)
+            ablations[label] = list(r)
+    return [exact, list(before), list(now), ablations]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=SETS, help="comma-separated UCI set names")
@@ -77,36 +94,33 @@ def main() -> int:
         help="also each half of the change alone (warm start with the old hyperparameter "
         "rates; cold start with the new one): three more runs per set",
     )  # fmt: skip
+    add_resume_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.datasets.split(",")
     if args.quick:
         names, args.steps, args.features = names[:2], 300, 500
+    store = ResultStore.from_args(__file__, args, ignore=("datasets",))
     print(f"QSGP ({args.features} features, chevron rank 20, {args.steps} steps) against the "
           "exact GP at its type-II maximum; goal RMSE ≤ 1.15 × exact + 0.02")  # fmt: skip
     print(f"{'data':<11} {'exact':>7} {'goal':>7} {'before':>7} {'noise':>7} {'defaults':>9} "
           f"{'noise':>7} {'os':>6} {'s':>5}  met")  # fmt: skip
     met_all = True
     for name in names:
-        X, y, Xs, ys = rows_of(name)
-        kernel = pn.kernels.RBF(lengthscale=torch.ones(X.shape[1], dtype=F64))
-        noise = float(pn.gp.fit_exact_hyperparameters(kernel, X, y, steps=150).noise)
-        exact = rmse(pn.gp.ExactGP(copy.deepcopy(kernel), noise).fit(X, y).posterior(Xs).mean, ys)
+        exact, before, now, ablations = store.unit(name, run_set, name, args)
         goal = 1.15 * exact + 0.02
-        before = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps, **BEFORE)
-        now = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps)
         met = now[0] <= goal
         met_all &= met
         print(f"{name:<11} {exact:7.4f} {goal:7.4f} {before[0]:7.4f} {before[1]:7.4f} "
               f"{now[0]:9.4f} {now[1]:7.4f} {now[2]:6.3f} {now[3]:5.0f}  "
               f"{'yes' if met else 'NO'}", flush=True)  # fmt: skip
         if args.ablations:
-            for label, fit in ABLATIONS.items():
-                r = run_qsgp(kernel, noise, X, y, Xs, ys, args.features, args.steps, **fit)
+            for label, r in ablations.items():
                 print(f"    {label:<28} RMSE {r[0]:.4f}  noise {r[1]:.4f}  outputscale "
                       f"{r[2]:.3f}", flush=True)  # fmt: skip
     print(f"every set meets the goal: {'yes' if met_all else 'no'}"
           + (" (--quick: not the check)" if args.quick else ""))  # fmt: skip
+    print(store.summary(), file=sys.stderr)
     return 0
 
 

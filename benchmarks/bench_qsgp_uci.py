@@ -39,7 +39,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table
+from _common import ResultStore, add_resume_arguments, print_table
 
 import pnsolve as pn
 
@@ -170,6 +170,21 @@ def _digits(args) -> list[list[str]]:
     return rows
 
 
+def _split(args, name: str, split: int) -> list[list]:
+    """Every model on one split: ``[label, (RMSE, MNLP, ...)]`` pairs, in table order."""
+    ds = pn.datasets.load_uci(name, split=split)
+    X, y = ds.X_train.double(), ds.y_train.double()
+    Xs, ys = ds.X_test.double(), ds.y_test.double()
+    k, noise, _ = _init(X, y, 1_000, split)
+    out = []
+    for label, cov in (("QSGP-0", "diagonal"), (f"QSGP-{args.rank}", "chevron")):
+        out.append([label, _qsgp(args, k, noise, X, y, Xs, ys, cov, split)])
+    budget = out[-1][1][2]
+    out.append(["SVGP (gpytorch)", _svgp(k, noise, X, y, Xs, ys, budget, args.nt, split)])
+    out.append([f"exact GP, {args.subset} pts", _exact_subset(X, y, Xs, ys, args.subset, split)])
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["protein", "keggdirected", "bike"])
@@ -183,26 +198,19 @@ def main() -> None:
     parser.add_argument("--subset", type=int, default=2_000, help="exact GP subset size")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--quick", action="store_true", help="protein, 1 split, m = 1000")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     if args.quick:
         args.datasets, args.splits, args.m, args.mt = ["protein"], 1, 1_000, 200
         args.steps, args.subset, args.nbar, args.rank = 300, 500, 50, 5
+    store = ResultStore.from_args(__file__, args, ignore=("datasets", "splits", "progress"))
     torch.set_num_threads(1)
     rows = []
     for name in args.datasets:
         res: dict[str, list[tuple[float, ...]]] = {}
         for split in range(args.splits):
-            ds = pn.datasets.load_uci(name, split=split)
-            X, y = ds.X_train.double(), ds.y_train.double()
-            Xs, ys = ds.X_test.double(), ds.y_test.double()
-            k, noise, _ = _init(X, y, 1_000, split)
-            for label, cov in (("QSGP-0", "diagonal"), (f"QSGP-{args.rank}", "chevron")):
-                res.setdefault(label, []).append(_qsgp(args, k, noise, X, y, Xs, ys, cov, split))
-            budget = res[f"QSGP-{args.rank}"][-1][2]
-            res.setdefault("SVGP (gpytorch)", []).append(
-                _svgp(k, noise, X, y, Xs, ys, budget, args.nt, split))  # fmt: skip
-            res.setdefault(f"exact GP, {args.subset} pts", []).append(
-                _exact_subset(X, y, Xs, ys, args.subset, split))  # fmt: skip
+            for label, r in store.unit(store.key(name, split), _split, args, name, split):
+                res.setdefault(label, []).append(r)
             for label, runs in res.items():  # partial results, as each split ends
                 print(f"{name} split {split} {label}: RMSE {runs[-1][0]:.3f} "
                       f"MNLP {runs[-1][1]:.3f}", flush=True)  # fmt: skip
@@ -217,7 +225,7 @@ def main() -> None:
     print_table(
         "classification (Theorem 3's bound, Bernoulli logit, 101 Gauss–Hermite points)",
         ["data", "model", "test accuracy", "test NLP", "seconds"],
-        _digits(args),
+        store.unit("digits", lambda: _digits(args)),
     )
     print_table(
         f"Table 2 at CPU scale: m = {args.m}, m̃ = {args.mt}, ñ = {args.nt}, n̄ = {args.nbar}, "

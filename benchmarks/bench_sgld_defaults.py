@@ -21,12 +21,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
+from _common import ResultStore, add_resume_arguments
 
 import pnsolve as pn
 from pnsolve.gp.bayes import ChainConfig, sample_hyperparameters
 from pnsolve.metrics import gelman_rubin
+
+T = TypeVar("T")
 
 OFFSET, RATIO, PSRF = 0.5, (0.5, 2.0), 1.2
 
@@ -62,6 +67,12 @@ def rows_of(name: str, n: int, generator: torch.Generator) -> tuple[torch.Tensor
     return X[:m], y[:m]
 
 
+def timed(run: Callable[[], T]) -> tuple[T, float]:
+    """``run()``'s value and its wall time in seconds."""
+    t0 = time.perf_counter()
+    return run(), time.perf_counter() - t0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="airfoil", help="UCI set name, or yacht-like")
@@ -71,23 +82,22 @@ def main() -> int:
     parser.add_argument("--mh", type=int, default=20_000, help="MH iterations per chain")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a smoke run, not the check")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     if args.quick:
         args.iterations, args.chains, args.mh = 2_000, 2, 4_000
     X, y = rows_of(args.dataset, args.rows, torch.Generator().manual_seed(args.seed))
     print(f"{args.dataset}: n = {X.shape[0]}, d = {X.shape[1]}", flush=True)
-    t0 = time.perf_counter()
-    mh = sample_hyperparameters(
+    store = ResultStore.from_args(__file__, args)
+    # two units, the MH and the SGLD chains: a finished one is loaded, not rerun
+    mh, t_mh = store.unit("mh", lambda: timed(lambda: sample_hyperparameters(
         X, y, ChainConfig(sampler="mh", iterations=args.mh), chains=2,
         generator=torch.Generator().manual_seed(args.seed + 1),
-    )  # fmt: skip
-    t_mh = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sg = sample_hyperparameters(
+    )))  # fmt: skip
+    sg, t_sgld = store.unit("sgld", lambda: timed(lambda: sample_hyperparameters(
         X, y, ChainConfig(iterations=args.iterations), chains=args.chains,
         generator=torch.Generator().manual_seed(args.seed + 2),
-    )  # fmt: skip
-    t_sgld = time.perf_counter() - t0
+    )))  # fmt: skip
     ref = mh.samples.reshape(-1, mh.samples.shape[-1])
     mu, sd = ref.mean(0), ref.std(0)
     offsets = (sg.samples.mean(1) - mu) / sd
@@ -110,6 +120,7 @@ def main() -> int:
     )
     print(f"targets (|offset| ≤ {OFFSET}, sd ratio in {list(RATIO)}, PSRF < {PSRF}): "
           f"{'met' if met else 'MISSED'}")  # fmt: skip
+    print(store.summary(), file=sys.stderr)
     return 0
 
 

@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table
+from _common import ResultStore, add_resume_arguments, print_table
 
 import pnsolve as pn
 from pnsolve.gp.bayes import (
@@ -82,6 +82,20 @@ def _time_large(
     return seconds / iterations, (state.products - products) / iterations
 
 
+def _chains(X, y, cfg, args, params, store: ResultStore) -> tuple:
+    """The SGLD chains, their wall time and the peak RSS after them.
+
+    Without ``--checkpoint`` the chains checkpoint into the results folder.
+    """
+    t0 = time.perf_counter()
+    out = sample_hyperparameters(
+        X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(0),
+        params=params, processes=args.processes,
+        checkpoint=args.checkpoint or store.checkpoint("chains"),
+    )  # fmt: skip
+    return out, time.perf_counter() - t0, _peak_mb()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="protein")
@@ -100,6 +114,7 @@ def main() -> None:
     parser.add_argument("--time-iterations", type=int, default=3)
     parser.add_argument("--checkpoint", default=None, help="per-chain checkpoint prefix")
     parser.add_argument("--quick", action="store_true", help="n = 1000, 2 × 200, timing at 2000")
+    add_resume_arguments(parser)
     args = parser.parse_args()
     if args.quick:
         args.n, args.chains, args.iterations, args.time_n, args.time_iterations = (
@@ -116,12 +131,10 @@ def main() -> None:
         # the paper's estimator, as in the documented run (not the library's defaults)
         num_probes=4, redraw_every=20, variance_batch=100, preconditioner_rank=0,
     )  # fmt: skip
-    t0 = time.perf_counter()
-    out = sample_hyperparameters(
-        X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(0),
-        params=params, processes=args.processes, checkpoint=args.checkpoint,
-    )  # fmt: skip
-    wall = time.perf_counter() - t0
+    store = ResultStore.from_args(__file__, args, ignore=("processes", "checkpoint"))
+    # units: the chains (checkpointed as they run, so an interrupted run continues them)
+    # and the timing run; each with the peak RSS it printed
+    out, wall, peak = store.unit("chains", lambda: _chains(X, y, cfg, args, params, store))
     T = args.iterations
     chain_seconds = sum(out.seconds)
     per_it = chain_seconds / (args.chains * T)
@@ -133,7 +146,7 @@ def main() -> None:
         ["wall s", "chain-seconds", "s / iteration", "products / iteration", "peak RSS MB",
          "n×n float64 MB", "kept from", "frozen"],
         [[f"{wall:.0f}", f"{chain_seconds:.0f}", f"{per_it:.3g}", f"{products:.1f}",
-          f"{_peak_mb():.0f}", f"{n * n * 8 / 2**20:.0f}", out.start, out.frozen]],
+          f"{peak:.0f}", f"{n * n * 8 / 2**20:.0f}", out.start, out.frozen]],
     )  # fmt: skip
     prefixes = [k for k in (50, 100, 200, 400, 600, 800, 1000, 2000, 4000) if k < T] + [T]
     psrf, upper = pn.metrics.psrf_curve(out.all_samples, prefixes)
@@ -168,7 +181,9 @@ def main() -> None:
               f"{smallest / (args.chains * T * kept_share):.3g}"]],
         )  # fmt: skip
     if args.time_n:
-        s_it, p_it = _time_large(ds, args.time_n, args, out.laplace.theta, out.laplace.M)
+        s_it, p_it, peak = store.unit("timing", lambda: (
+            *_time_large(ds, args.time_n, args, out.laplace.theta, out.laplace.M), _peak_mb()
+        ))  # fmt: skip
         row = [args.time_n, f"{s_it:.3g}", f"{p_it:.1f}", f"{s_it / per_it:.3g}"]
         if ess is not None:
             ess_per_it = float(ess.min()) / (args.chains * kept.shape[1])
@@ -182,8 +197,9 @@ def main() -> None:
             ["n", "s / iteration", "products / iteration", f"÷ n = {n}", "samples / chain-hour"],
             [row],
         )
-        print(f"peak RSS {_peak_mb():.0f} MB (an n × n float64 matrix at n = {args.time_n}: "
+        print(f"peak RSS {peak:.0f} MB (an n × n float64 matrix at n = {args.time_n}: "
               f"{args.time_n**2 * 8 / 2**20:.0f} MB)")  # fmt: skip
+    print(store.summary(), file=sys.stderr)
 
 
 if __name__ == "__main__":

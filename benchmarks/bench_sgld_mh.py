@@ -38,7 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table
+from _common import ResultStore, add_resume_arguments, print_table
 
 import pnsolve as pn
 from pnsolve.gp.bayes import (
@@ -48,6 +48,10 @@ from pnsolve.gp.bayes import (
     sample_hyperparameters,
     type_ii_maximum_likelihood,
 )
+
+#: Options that do not change the chains' draws (outputs, process count, resume flags).
+NOT_CHAIN_OPTIONS = ("processes", "mh_draws", "sgld_draws", "only", "checkpoint", "plot",
+                     "psrf_plot", "fresh", "results_dir")  # fmt: skip
 
 
 def _draws(path: Path | None, run) -> dict:
@@ -104,6 +108,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2000 MH, 4 × 1500 SGLD")
     parser.add_argument("--plot", type=Path, default=None, help="trace plot with MH reference")
     parser.add_argument("--psrf-plot", type=Path, default=None, help="PSRF curve (PNG)")
+    add_resume_arguments(parser)
     args = parser.parse_args()  # fmt: skip
     if args.quick:
         args.mh, args.sgld, args.chains = 2000, 1500, 4
@@ -111,9 +116,15 @@ def main() -> None:
     X, y = ds.X_train.double(), ds.y_train.double()
     n = X.shape[0]
     params = LogHyperparameters(pn.kernels.RBF(lengthscale=1.0), 0.1, parametrization="log_tau")
-    ck = args.checkpoint
+    # units "mh" and "sgld", keyed by their own options (a finished sampler is not rerun);
+    # without --checkpoint the chains checkpoint into the results folder as they run
+    store = ResultStore(__file__, {"quick": args.quick}, directory=args.results_dir,
+                        fresh=args.fresh)  # fmt: skip
+    chain_options = {k: v for k, v in vars(args).items() if k not in NOT_CHAIN_OPTIONS}
+    ck = args.checkpoint or str(store.checkpoint(str(sorted(chain_options.items()))))
     if args.only != "sgld":
-        mh = _draws(args.mh_draws, lambda: sample_hyperparameters(
+        mh = store.unit(store.key("mh", args.mh), _draws, args.mh_draws,
+                        lambda: sample_hyperparameters(
             X, y, ChainConfig(sampler="mh", iterations=args.mh), chains=1,
             generator=torch.Generator().manual_seed(0), params=params, processes=1,
             checkpoint=None if ck is None else f"{ck}-mh",
@@ -127,7 +138,9 @@ def main() -> None:
         step_end=args.step_end, freeze_threshold=args.freeze, num_probes=args.probes,
         redraw_every=20, variance_batch=100, preconditioner_rank=0,
     )  # fmt: skip
-    sgld = _draws(args.sgld_draws, lambda: sample_hyperparameters(
+    sgld_key = store.key("sgld", args.sgld, args.chains, args.q, args.beta, args.probes,
+                         args.freeze, args.step_start, args.step_end, args.until)  # fmt: skip
+    sgld = store.unit(sgld_key, _draws, args.sgld_draws, lambda: sample_hyperparameters(
         X, y, cfg, chains=args.chains, generator=torch.Generator().manual_seed(1),
         params=params, processes=args.processes,
         checkpoint=None if ck is None else f"{ck}-sgld", until=args.until,
@@ -135,6 +148,7 @@ def main() -> None:
     if args.only == "sgld":
         return
     _report(args, params, ds, X, y, mh, sgld)
+    print(store.summary(), file=sys.stderr)
 
 
 def _report(args, params, ds, X, y, mh: dict, sgld: dict) -> None:

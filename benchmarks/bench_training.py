@@ -83,7 +83,7 @@ import pickle
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -92,7 +92,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import print_table, ratio
+from _common import ResultStore, add_resume_arguments, print_table, ratio
 
 import pnsolve as pn
 from pnsolve.gp.training import (
@@ -321,6 +321,9 @@ def compute_unit(
 
 #: Expected cost rank of a unit (SGD's standard-cold runs are the slowest on a CPU).
 _COST_ORDER = {"sgd": 0, "ap": 1, "cg": 2, "exact": 3}
+#: Options that do not change a run (its key names the data set, unit or variant).
+IGNORED = ("jobs", "figures", "results", "datasets", "solvers", "es_dataset", "budgets",
+           "no_early_stopping", "no_baseline")  # fmt: skip
 
 
 def in_pool(fn, tasks: list[tuple], jobs: int) -> list:
@@ -332,12 +335,37 @@ def in_pool(fn, tasks: list[tuple], jobs: int) -> list:
         return [f.result() for f in [pool.submit(fn, *t) for t in tasks]]
 
 
-def run_units(args, base: TrainingConfig) -> dict[str, dict[str, Run]]:
+def in_pool_saved(store: ResultStore | None, keys: list[str], fn, tasks: list[tuple], jobs: int):
+    """:func:`in_pool`, each finished task saved in ``store`` under its key (as it ends).
+
+    Tasks saved by an earlier invocation are loaded, not rerun.
+    """
+    if store is None:
+        return in_pool(fn, tasks, jobs)
+    todo = [i for i, key in enumerate(keys) if key not in store]
+    store.loaded += len(keys) - len(todo)
+    out = {}
+    if jobs <= 1:
+        for i in todo:
+            out[i] = store.unit(keys[i], lambda i=i: fn(*tasks[i]))
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(fn, *tasks[i]): i for i in todo}
+            for f in as_completed(futures):
+                out[futures[f]] = f.result()
+                store.put(keys[futures[f]], out[futures[f]])
+                store.computed += 1
+    return [out[i] if i in out else store.get(key) for i, key in enumerate(keys)]
+
+
+def run_units(args, base: TrainingConfig, store: ResultStore | None) -> dict[str, dict[str, Run]]:
     """Every unit of table 1 (``--jobs`` processes), runs grouped by data set."""
     units = [(d, u) for d in args.datasets for u in ("exact", *args.solvers)]
     # the costliest units first, so that parallel workers finish together
     units.sort(key=lambda unit: _COST_ORDER[unit[1]])
-    done = in_pool(run_unit, [(d, u, args, base) for d, u in units], args.jobs)
+    keys = [ResultStore.key("table1", d, u) for d, u in units]
+    done = in_pool_saved(store, keys, run_unit, [(d, u, args, base) for d, u in units], args.jobs)
     out: dict[str, dict[str, Run]] = {d: {} for d in args.datasets}
     lines: dict[str, list[str]] = {d: [] for d in args.datasets}
     for (d, _), (runs, text) in zip(units, done):
@@ -506,7 +534,9 @@ def es_unit(name: str, key: tuple[str, str, bool, str], lr, args, base: Training
     return fit(X, y, Xs, ys, cfg, f"{name} {variant_label(solver, est, warm)} ≤{budget}", args.seed)
 
 
-def early_stopping(args, base: TrainingConfig, table_runs: dict[str, Run] | None) -> dict:
+def early_stopping(
+    args, base: TrainingConfig, table_runs: dict[str, Run] | None, store: ResultStore | None
+) -> dict:
     name = args.es_dataset
     X, y, _, _, N = load(name, args.n, args.seed)
     n = X.shape[0]
@@ -530,7 +560,9 @@ def early_stopping(args, base: TrainingConfig, table_runs: dict[str, Run] | None
     ]
     # the costliest (SGD, AP, large budgets) first, so that parallel workers finish together
     order = sorted(keys, key=lambda k: (_COST_ORDER[k[0]], -float(k[3])))
-    done = dict(zip(order, in_pool(es_unit, [(name, k, lr, args, base) for k in order], args.jobs)))
+    keys = [ResultStore.key("early-stopping", name, *k, lr) for k in order]
+    tasks = [(name, k, lr, args, base) for k in order]
+    done = dict(zip(order, in_pool_saved(store, keys, es_unit, tasks, args.jobs)))
     out: dict[tuple[str, str, bool, str], Run] = {}
     for solver in args.solvers:
         for key in keys:
@@ -685,6 +717,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="figure folder (default docs/img, outputs/bench_training with --quick)",
     )
+    add_resume_arguments(parser)
     args = parser.parse_args(argv)
     args.solvers = tuple(s for s in SOLVERS if s in args.solvers)
     if args.quick:
@@ -719,7 +752,9 @@ def main(argv: list[str] | None = None) -> int:
         f"bench_training: n = {args.n}, steps = {args.steps}, probes = {args.probes}, "
         f"datasets {args.datasets}, float64, torch threads 1"
     )
-    all_runs = run_units(args, base)
+    # without --results, each finished run is saved in the study's results file (--fresh)
+    store = None if args.results else ResultStore.from_args(__file__, args, ignore=IGNORED)
+    all_runs = run_units(args, base, store)
     summary(all_runs, args.solvers)
     curves = args.es_dataset if args.es_dataset in all_runs else args.datasets[0]
     keep = ["exact"] + [
@@ -735,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"\nwrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     if not args.no_early_stopping:
-        out = early_stopping(args, base, all_runs.get(args.es_dataset))
+        out = early_stopping(args, base, all_runs.get(args.es_dataset), store)
         path = plot_early_stopping(
             out,
             fig_dir / "training_early_stopping.png",
@@ -744,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     print(f"\ntotal wall time {time.perf_counter() - t_start:.0f} s")
+    if store is not None:
+        print(store.summary(), file=sys.stderr)
     return 0
 
 

@@ -84,7 +84,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import interleaved_medians, print_table, ratio, timeit
+from _common import (
+    ResultStore,
+    add_resume_arguments,
+    interleaved_medians,
+    print_table,
+    ratio,
+    timeit,
+)
 
 import pnsolve as pn
 from pnsolve.gp.bayes import (
@@ -455,7 +462,9 @@ def main() -> int:
     parser.add_argument("--timing-repeats", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=THREADS, help="torch threads")
+    add_resume_arguments(parser)
     args = parser.parse_args()
+    store = ResultStore.from_args(__file__, args)
     torch.set_num_threads(args.threads)
     quick = args.quick
     draws = args.draws or (60 if quick else 100)
@@ -473,18 +482,35 @@ def main() -> int:
     print(f"Concrete (UCI split 0 training inputs), n = {X.shape[0]}, d = {X.shape[1]}, "
           f"threads = {torch.get_num_threads()}")  # fmt: skip
     t = time.perf_counter()
-    cases = fig1(params, X, draws, torch.Generator().manual_seed(args.seed + 1))
+    # one unit per figure, its printed table saved with it (each figure has its own seed)
+    cases = store.printed_unit(
+        "fig1", lambda: fig1(params, X, draws, torch.Generator().manual_seed(args.seed + 1))
+    )
     print(f"(Fig. 1: {time.perf_counter() - t:.0f} s)")
     t = time.perf_counter()
-    systems = fig2(cases, params, X, y, PCG_RANK[quick], repeats)
+    systems = store.printed_unit(  # saved without the matrices K̂, rebuilt from θ
+        "fig2", lambda: _drop_A(fig2(cases, params, X, y, PCG_RANK[quick], repeats))
+    )
+    for s in systems.values():
+        s["A"] = system(params, X, s["theta"])
     print(f"(Fig. 2: {time.perf_counter() - t:.0f} s)")
     t = time.perf_counter()
-    fig3(systems, y, estimates, torch.Generator().manual_seed(args.seed + 2))
+    store.printed_unit(
+        "fig3", lambda: fig3(systems, y, estimates, torch.Generator().manual_seed(args.seed + 2))
+    )
     print(f"(Fig. 3: {time.perf_counter() - t:.0f} s)")
     t = time.perf_counter()
-    fig4(systems, params, X, y, reps, cg_reps, torch.Generator().manual_seed(args.seed + 3))
+    store.printed_unit("fig4", lambda: fig4(
+        systems, params, X, y, reps, cg_reps, torch.Generator().manual_seed(args.seed + 3)
+    ))  # fmt: skip
     print(f"(Fig. 4: {time.perf_counter() - t:.0f} s)\ntotal {time.perf_counter() - start:.0f} s")
+    print(store.summary(), file=sys.stderr)
     return 0
+
+
+def _drop_A(systems: dict[int, dict[str, object]]) -> dict[int, dict[str, object]]:
+    """``systems`` without the matrices ``"A"`` (rebuilt from ``"theta"`` when loaded)."""
+    return {b: {k: v for k, v in s.items() if k != "A"} for b, s in systems.items()}
 
 
 if __name__ == "__main__":
