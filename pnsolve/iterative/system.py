@@ -287,6 +287,11 @@ class KernelSystem(LinearOperator):
         return self
 
     # -------------------------------------------------- LinearOperator interface
+    def _to(self, dtype: torch.dtype) -> KernelSystem:
+        """The same kernel, noise and backend with products in ``dtype``."""
+        noise = self._noise.to(dtype) if isinstance(self._noise, torch.Tensor) else self._noise
+        return KernelSystem(self._kernel, self._X.to(dtype), noise, backend=self.backend)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.matmul(X)  # through the public method: counted like it
 

@@ -124,6 +124,7 @@ class KernelMatrix(LinearOperator):
         self.kernel = kernel
         self.X1 = X1
         self.X2 = X2
+        self._max_memory, self._tile, self._local_backend = max_memory, tile, local_backend
         if backend == "auto":
             backend = choose_backend(
                 X1.shape[0], n2, X1.dtype, X1.device, keops=kernel.has_keops_formula
@@ -154,6 +155,14 @@ class KernelMatrix(LinearOperator):
         )
 
     # ----------------------------------------------------------------- protocol
+    def _to(self, dtype: torch.dtype) -> KernelMatrix:
+        """The same kernel, inputs and backend with tiles evaluated in ``dtype``."""
+        X2 = None if self.X2 is None else self.X2.to(dtype)
+        return KernelMatrix(
+            self.kernel, self.X1.to(dtype), X2, self.backend, max_memory=self._max_memory,
+            tile=self._tile, local_backend=self._local_backend,
+        )  # fmt: skip
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self._impl.matmat(X)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -64,6 +64,11 @@ class GridInterpolationMatrix(LinearOperator):
             f"GridInterpolationMatrix(shape={self.shape}, grid={self.grid.sizes}, "
             f"dtype={self.dtype})"
         )
+
+    def _to(self, dtype: torch.dtype) -> GridInterpolationMatrix:
+        left = cast(SparseInterpolation, self.left.to(dtype))
+        right = None if self.is_symmetric else cast(SparseInterpolation, self.right.to(dtype))
+        return GridInterpolationMatrix(self.kernel, self.grid, left, right)
 
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.left @ (self.grid_matrix @ self.right.rmatmat(X))

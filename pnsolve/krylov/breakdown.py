@@ -92,6 +92,7 @@ def curvature_failure(
     it: int,
     idx: torch.Tensor,
     A: LinearOperator | None = None,
+    eps: float | None = None,
 ) -> torch.Tensor:
     """Handle ``pᵀAp ≤ 0`` or non-finite: raise, or return the rounding-level columns.
 
@@ -103,7 +104,8 @@ def curvature_failure(
     curvature means ``A`` is not positive definite. ``‖A‖`` is estimated from below
     (:func:`operator_norm_estimate`: ``max |diag A|`` when ``A`` is given and has a
     structured diagonal, and the largest ``‖A p_j‖/‖p_j‖`` of the block), so the band
-    only errs towards raising.
+    only errs towards raising. ``eps`` is the unit roundoff of the products (default
+    ``P``'s dtype; float32's for mixed-precision products).
     """
     if not bool(torch.isfinite(pAp).all()):
         raise ValueError(
@@ -113,7 +115,8 @@ def curvature_failure(
     p_norm = torch.linalg.vector_norm(P, dim=0)
     norm_A = operator_norm_estimate(A, P, AP)
     scale = p_norm * torch.maximum(torch.linalg.vector_norm(AP, dim=0), norm_A * p_norm)
-    band = CURVATURE_BAND * math.sqrt(P.shape[0]) * torch.finfo(P.dtype).eps * scale
+    eps = torch.finfo(P.dtype).eps if eps is None else eps
+    band = CURVATURE_BAND * math.sqrt(P.shape[0]) * eps * scale
     nonpos = pAp <= 0
     negative = nonpos & (pAp < -band)
     if bool(negative.any()):
@@ -159,15 +162,15 @@ def check_preconditioner(M: LinearOperator | None, rz: torch.Tensor, it: int) ->
         raise not_pd_preconditioner(it)
 
 
-def replacement_check(cols: ActiveColumns, rn: torch.Tensor, reliable: bool) -> torch.Tensor:
+def replacement_check(cols: ActiveColumns, rn: torch.Tensor, factor: float | None) -> torch.Tensor:
     """Columns whose true residual is recomputed now, shape ``(ka,)``, bool.
 
-    Convergence claims, and in low precision (``reliable``) the columns whose residual
-    dropped by :data:`RELIABLE_UPDATE_FACTOR` since the last replacement. No host
-    synchronisation.
+    Convergence claims, and in low precision (``factor`` given, e.g.
+    :data:`RELIABLE_UPDATE_FACTOR`) the columns whose residual dropped by ``factor``
+    since the last replacement. No host synchronisation.
     """
     claims = rn <= cols.tol
-    return claims | (rn <= RELIABLE_UPDATE_FACTOR * cols.rmax) if reliable else claims
+    return claims if factor is None else claims | (rn <= factor * cols.rmax)
 
 
 def replace_residuals(
@@ -209,8 +212,8 @@ def next_direction(
     restart: torch.Tensor,
     it: int,
     checked: torch.Tensor | None = None,
-) -> None:
-    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``.
+) -> torch.Tensor:
+    """``z = M r``, ``p ← z + β p`` (``β = 0`` where ``restart``), ``rz ← rᵀz``; returns ``β``.
 
     ``rz > 0`` (false for NaN) is tested on the columns ``checked`` (default all) without a host
     synchronisation: the test is left in ``cols.pending`` for the caller's next read
@@ -225,3 +228,4 @@ def next_direction(
     beta = torch.where(restart, 0.0, rz / cols.rz)
     cols.P.mul_(beta).add_(Z)
     cols.rz = rz
+    return beta

@@ -54,6 +54,10 @@ class CGInfo(IterationInfo):
         Why the run ended: ``CONVERGED`` (all columns), ``ZERO_RHS`` (``b = 0``),
         ``MAX_ITERATIONS``, ``CALLBACK`` or ``BREAKDOWN`` (a search direction with
         zero curvature at rounding level, i.e. no further progress possible).
+    precision
+        Precision of the iteration products at exit: the solver's ``precision`` argument,
+        or ``"full"`` where a mixed-precision run fell back to full-precision products
+        (with a warning) because the low-precision ones stalled the true residual.
     """
 
     matvecs: int
@@ -62,6 +66,7 @@ class CGInfo(IterationInfo):
     tolerances: torch.Tensor
     column_iterations: torch.Tensor
     converged: torch.Tensor
+    precision: str = "full"
 
     @property
     def success(self) -> bool:

@@ -17,6 +17,7 @@ from .._core.stop_reason import StopReason
 from ..linops.base import LinearOperator
 from .breakdown import ActiveColumns, check_preconditioner
 from .cg_info import CGInfo, ProductCount, stop_reason_of
+from .condition_monitor import ConditionMonitor
 
 __all__ = ["CGRun"]
 
@@ -39,7 +40,13 @@ class CGRun:
     history: list[torch.Tensor]  # rows (k,)
     count: ProductCount
     exact: bool
+    #: The operator of the iteration products: ``A``, or its low-precision form
+    #: (:class:`~pnsolve.krylov.mixed_precision.LowPrecisionProducts`); true residuals
+    #: always use ``A``.
+    products: LinearOperator
     it: int = 0
+    #: The κ estimate of a mixed-precision run (``None`` while products are full).
+    monitor: ConditionMonitor | None = None
 
     @classmethod
     def start(
@@ -61,7 +68,7 @@ class CGRun:
             A, B, X, R, tol, zero_rhs, converged,
             broken=torch.zeros_like(converged), stagnated=torch.zeros_like(converged),
             col_iters=torch.zeros(k, dtype=torch.long, device=B.device),
-            true_rn=rn.clone(), history=[rn], count=count, exact=exact,
+            true_rn=rn.clone(), history=[rn], count=count, exact=exact, products=A,
         )  # fmt: skip
 
     def columns(self, M: LinearOperator | None) -> ActiveColumns:
@@ -125,4 +132,5 @@ class CGRun:
             column_iterations=self.col_iters,
             converged=self.converged,
             stop_reason=reason,
+            precision=getattr(self.products, "precision", "full"),
         )

@@ -6,6 +6,7 @@ The loop (per-column tolerances, a stop hook) is the one the kernel-system CG ru
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -28,6 +29,8 @@ from .breakdown import (
 )
 from .cg_info import CGInfo, squeezed
 from .cg_run import CGRun
+from .condition_monitor import ConditionMonitor, condition_limit
+from .mixed_precision import low_precision_products, product_eps, reliable_update_factor
 
 __all__ = ["RELIABLE_UPDATE_FACTOR", "StopHook", "cg", "cg_core"]
 
@@ -45,6 +48,7 @@ def cg(
     maxiter: int | None = None,
     M: object = None,
     callback: Callable[[torch.Tensor], object] | None = None,
+    precision: str = "full",
 ) -> tuple[torch.Tensor, CGInfo]:
     r"""Solve ``A x = b`` for symmetric positive definite ``A`` by (preconditioned) CG.
 
@@ -78,6 +82,14 @@ def cg(
     callback
         ``callback(xk)`` after every iteration with a copy of the current iterate
         (shape of ``b``); returning ``True`` stops the run (``StopReason.CALLBACK``).
+    precision
+        ``"full"`` (default): every product in ``A``'s dtype. ``"mixed"``: the iteration
+        products use ``A.to(torch.float32)`` while the iterate, residuals, step sizes and
+        the true residuals that confirm convergence stay in float64 (``A`` and ``b``
+        must be float64); with residual replacement this reaches ``rtol = 1e-10`` where
+        float64 CG does (see Notes). ``"mixed-tf32"`` / ``"mixed-bf16"``: TensorFloat-32
+        matmuls (CUDA) or bfloat16 products, only when asked (:data:`~pnsolve.krylov.
+        mixed_precision.PRECISIONS`).
 
     Returns
     -------
@@ -118,9 +130,19 @@ def cg(
     always exact. Hence
     ``products = (1 if x0 is given) + iterations + true_residual_checks``.
 
+    *Mixed precision.* Products in float32 are accurate to about ``eps₃₂ ‖A‖‖p‖``, so
+    the recursive residual drifts from the true one as in float32 CG; the same reliable
+    updates correct it, but the true residual ``b − A x`` is computed with ``A`` in
+    float64, so the attainable accuracy is float64's as long as ``κ(A)·eps₃₂ < 1``.
+    Where it is not (a float32 product cannot even resolve the direction), the true
+    residual stalls; the run then warns, naming ``precision``, and finishes with
+    full-precision products (``info.precision == "full"``). ``true_residual_checks``
+    counts the float64 products.
+
     The computation runs under ``torch.no_grad()``; it is not differentiable.
     """
     A, b, x0 = as_system(A, b, x0)
+    products = low_precision_products(A, precision)
     rtol = check_nonnegative(rtol, "rtol")
     atol = check_nonnegative(atol, "atol")
     maxiter = check_optional_count(maxiter, "maxiter", 10 * A.shape[0])
@@ -137,7 +159,10 @@ def cg(
     B = b.unsqueeze(-1) if vector else b
     with torch.no_grad():
         tolerances = torch.clamp(rtol * torch.linalg.vector_norm(B, dim=0), min=atol)
-        X, info = cg_core(A, B, x0, tolerances=tolerances, maxiter=maxiter, M=M, callback=callback)
+        X, info = cg_core(
+            A, B, x0, tolerances=tolerances, maxiter=maxiter, M=M, callback=callback,
+            products=products,
+        )  # fmt: skip
     if vector:
         return X.squeeze(-1), squeezed(info)
     return X, info
@@ -154,6 +179,7 @@ def cg_core(
     callback: Callable[[torch.Tensor], object] | None = None,
     stop: StopHook | None = None,
     exact_residuals: bool = True,
+    products: LinearOperator | None = None,
 ) -> tuple[torch.Tensor, CGInfo]:
     """The CG loop behind :func:`cg`, for pnsolve's solvers (arguments not converted).
 
@@ -188,6 +214,10 @@ def cg_core(
         residual is trusted (no extra product; ``info.true_residual_norms`` holds the
         recursive norms), updates are unfused and each direction is computed before its
         column freezes (that solver's order, so its iterates are unchanged bit for bit).
+    products
+        Operator of the iteration products (default ``A``), e.g.
+        :func:`~pnsolve.krylov.mixed_precision.low_precision_products`; the true
+        residuals use ``A``. Needs ``exact_residuals``.
 
     Returns
     -------
@@ -198,6 +228,10 @@ def cg_core(
     """
     _check_core(A, B, x0, tolerances, maxiter)
     run = CGRun.start(A, B, x0, tolerances, exact_residuals)
+    if products is not None:
+        run.products = products
+    if run.products is not A:
+        run.monitor = ConditionMonitor(B.shape[1], B)
     reason = None if stop is None else stop(0, run.history[-1])
     cols = None
     if reason is None and maxiter > 0 and not bool(run.converged.all()):
@@ -237,7 +271,9 @@ def _iterate(
             if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
                 return reason
             if run.exact and cols.idx.numel():
-                next_direction(cols, M, restart, run.it)
+                beta = next_direction(cols, M, restart, run.it)
+                if run.monitor is not None and _watch_condition(run, cols, beta):
+                    next_direction(cols, M, _full_precision_from_now(run, cols)[1], run.it)
         return None
     except BaseException:
         cols.pending = None  # the error on its way out is the one to report
@@ -261,15 +297,19 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
     Classical PCG (``not run.exact``) updates unfused (``x + α p``, not ``addcmul``)
     and computes the next direction before freezing, as the kernel-system CG always did.
     """
-    AP = run.count(run.A, cols.P)
+    AP = run.count(run.products, cols.P)
+    eps = product_eps(run.products)
     pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
     positive = (pAp > 0) & (pAp < math.inf)
     alpha = torch.where(positive, cols.rz / pAp, 0.0)
+    if run.monitor is not None:
+        run.monitor.record_alpha(cols.idx, alpha)
     if run.exact:  # pn.cg: fused updates, residual replacement
         cols.X.addcmul_(cols.P, alpha)
         cols.R.addcmul_(AP, alpha, value=-1.0)
         rn = torch.linalg.vector_norm(cols.R, dim=0)
-        check = replacement_check(cols, rn, torch.finfo(cols.R.dtype).eps > 1e-10)
+        factor = reliable_update_factor(eps, RELIABLE_UPDATE_FACTOR) if eps > 1e-10 else None
+        check = replacement_check(cols, rn, factor)
     else:  # classical PCG
         cols.X.add_(cols.P * alpha)
         cols.R.sub_(AP * alpha)
@@ -282,11 +322,22 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
     # the classical one of the next direction, computed after this step's product
     if run.exact:
         cols.resolve_pending(bad_m)
-    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx, run.A)
+    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx, run.A, eps)
+    fall_back = None  # why a mixed-precision run continues in full precision
+    if dead is not None and run.products is not run.A and bool(dead.any()):
+        fall_back = f"a curvature pᵀAp at iteration {run.it} (0-based) is within their rounding"
+        dead = None  # those columns made no step (α = 0); they restart in full precision
     if not run.exact:
         cols.resolve_pending(bad_m)
     if run.exact:
         restart, stuck = replace_residuals(run.A, cols, rn, check, any_check, run.count)
+        if run.products is not run.A:  # float64 recurrences: keep the direction
+            restart = torch.zeros_like(restart)
+            if fall_back is None and any_check and bool(stuck.any()):
+                fall_back = _stalled(rn, run.it)
+            if fall_back is not None:
+                rn, restart = _full_precision_from_now(run, cols, fall_back)
+                stuck, any_check = torch.zeros_like(stuck), True
         done = rn <= cols.tol if any_check else check
     else:  # no replacement: `check` is the mask of columns done
         done, restart = check, torch.zeros_like(check)
@@ -299,3 +350,61 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
             run.freeze(cols, stop, done, stuck, dead)
             restart = restart[~stop]
     return restart
+
+
+def _watch_condition(run: CGRun, cols: ActiveColumns, beta: torch.Tensor) -> bool:
+    """Record ``β``; where an estimate is due and ``κ · eps`` is too large, warn; return it."""
+    monitor = run.monitor
+    assert monitor is not None
+    monitor.record_beta(cols.idx, beta)
+    if not monitor.due():
+        return False
+    kappa = monitor.estimate(int(cols.idx[0]))
+    limit = condition_limit(product_eps(run.products))
+    if not kappa > limit:  # NaN (no estimate): carry on
+        return False
+    _warn_full_precision(
+        run,
+        f"κ(A) ≥ {kappa:.2e} (estimated after {run.it} iterations) exceeds {limit:.2g}, "
+        "beyond which these products cost CG more than 1.5× the iterations",
+    )
+    return True
+
+
+def _stalled(rn: torch.Tensor, it: int) -> str:
+    return (
+        f"the low-precision products stalled the true residual at {float(rn.max()):.2e} "
+        f"after {it + 1} iterations"
+    )
+
+
+def _warn_full_precision(run: CGRun, why: str) -> None:
+    precision = getattr(run.products, "precision", "mixed")
+    warnings.warn(
+        f"precision={precision!r}: {why}; the run restarts from its iterate with "
+        "full-precision products (as precision='full')",
+        RuntimeWarning,
+        stacklevel=5,
+    )
+
+
+def _full_precision_from_now(
+    run: CGRun, cols: ActiveColumns, why: str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Continue a mixed-precision run with ``A``'s own products, restarted (warns ``why``).
+
+    The residuals are replaced by true ones (one product); every direction restarts, since
+    the Krylov basis built with low-precision products would slow full-precision CG (twice
+    the iterations where it was kept, measured). Returns ``(‖r‖, restart)``, shapes
+    ``(ka,)``.
+    """
+    if why is not None:
+        _warn_full_precision(run, why)
+    run.products = run.A
+    run.monitor = None
+    cols.R = cols.B - run.count(run.A, cols.X, check=True)
+    rn = torch.linalg.vector_norm(cols.R, dim=0)
+    cols.rmax = rn.clone()
+    cols.stalls = torch.zeros_like(cols.stalls)
+    cols.best = torch.full_like(cols.best, math.inf)
+    return rn, torch.ones_like(rn, dtype=torch.bool)

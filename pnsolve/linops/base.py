@@ -249,6 +249,41 @@ class LinearOperator:
             raise ValueError(f"trace needs a square operator, got shape {self.shape}")
         return self.diagonal().sum()
 
+    def to(self, dtype: torch.dtype) -> LinearOperator:
+        """The same operator with its products computed in ``dtype``.
+
+        Mixed-precision solves (``pn.cg(..., precision="mixed")``) multiply with
+        ``A.to(torch.float32)`` while their recurrences stay in float64. Stored
+        tensors are converted once (a dense ``A`` gets a float32 copy, half its
+        memory again); matrix-free operators convert their inputs (a kernel matrix
+        evaluates its tiles in ``dtype``). Structural flags carry over unchecked.
+
+        Parameters
+        ----------
+        dtype
+            A floating dtype; the operator itself is returned when it already has it.
+
+        Raises
+        ------
+        TypeError
+            If ``dtype`` is not a floating dtype.
+        MissingStructureError
+            If the operator cannot change the dtype of its products (e.g. a
+            :class:`~pnsolve.linops.Closure`, whose function fixes it).
+        """
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        if dtype == self.dtype:
+            return self
+        return self._to(dtype)
+
+    def _to(self, dtype: torch.dtype) -> LinearOperator:
+        """The operator with products in ``dtype`` (not its own); see :meth:`to`."""
+        raise MissingStructureError(
+            f"{type(self).__name__} cannot compute its products in another dtype; build it "
+            f"from {dtype} inputs instead"
+        )
+
     # ----------------------------------------------------------------- algebra
     def __add__(self, other: object) -> LinearOperator:
         if isinstance(other, LinearOperator):

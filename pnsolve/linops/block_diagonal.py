@@ -38,6 +38,9 @@ class BlockDiagonal(LinearOperator):
         self._row_offsets = _offsets([b.shape[0] for b in blocks])
         self._col_offsets = _offsets([b.shape[1] for b in blocks])
 
+    def _to(self, dtype: torch.dtype) -> BlockDiagonal:
+        return BlockDiagonal(*(b.to(dtype) for b in self.blocks))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         c = self._col_offsets  # row slices (views), as torch.split, on every backend
         parts = [X[c[j] : c[j + 1]] for j in range(len(self.blocks))]

@@ -46,6 +46,9 @@ class Dense(LinearOperator):
         )
         self.matrix = matrix
 
+    def _to(self, dtype: torch.dtype) -> Dense:
+        return Dense(self.matrix.to(dtype), is_symmetric=self.is_symmetric, is_psd=self.is_psd)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.matrix @ X
 

@@ -31,6 +31,9 @@ class Diagonal(LinearOperator):
         super().__init__((n, n), diag.dtype, diag.device, is_symmetric=True, is_psd=psd)
         self.diag = diag
 
+    def _to(self, dtype: torch.dtype) -> Diagonal:
+        return Diagonal(self.diag.to(dtype))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.diag.unsqueeze(-1) * X
 

@@ -92,6 +92,9 @@ class SparseInterpolation(LinearOperator):
             f"dtype={self.dtype})"
         )
 
+    def _to(self, dtype: torch.dtype) -> SparseInterpolation:
+        return SparseInterpolation(self.indices, self.values.to(dtype), self.shape[1])
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         # row-major operands keep torch's CSR product on its sparse kernel (a strided
         # operand is copied here, O(m k), rather than risking a slower path)

@@ -77,6 +77,9 @@ class Kronecker(LinearOperator):
             Z = out.reshape(out.shape[0], *rest).movedim(0, j)
         return Z.reshape(-1, k)
 
+    def _to(self, dtype: torch.dtype) -> Kronecker:
+        return Kronecker(*(A.to(dtype) for A in self.factors))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self._apply(X, transpose=False)
 

@@ -52,6 +52,9 @@ class LowRank(LinearOperator):
         """Number of columns ``r`` of the factors (an upper bound on the rank)."""
         return self.U.shape[1]
 
+    def _to(self, dtype: torch.dtype) -> LowRank:
+        return LowRank(self.U.to(dtype), None if self.is_symmetric else self.V.to(dtype))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.U @ (self.V.mT @ X)
 

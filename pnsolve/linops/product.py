@@ -32,6 +32,9 @@ class Product(LinearOperator):
         self.left = left
         self.right = right
 
+    def _to(self, dtype: torch.dtype) -> Product:
+        return Product(self.left.to(dtype), self.right.to(dtype))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.left._matmat(self.right._matmat(X))
 

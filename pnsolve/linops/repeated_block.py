@@ -48,6 +48,9 @@ class RepeatedBlockDiagonal(LinearOperator):
         Y = self.K._rmatmat(Y) if transpose else self.K._matmat(Y)
         return Y.reshape(m, C, k).permute(1, 0, 2).reshape(C * m, k)
 
+    def _to(self, dtype: torch.dtype) -> RepeatedBlockDiagonal:
+        return RepeatedBlockDiagonal(self.K.to(dtype), self.copies)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self._apply(X, transpose=False)
 

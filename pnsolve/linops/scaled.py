@@ -36,6 +36,10 @@ class Scaled(LinearOperator):
         self.op = op
         self.scale = scale
 
+    def _to(self, dtype: torch.dtype) -> Scaled:
+        scale = self.scale.to(dtype) if isinstance(self.scale, torch.Tensor) else self.scale
+        return Scaled(self.op.to(dtype), scale)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.scale * self.op._matmat(X)
 

@@ -73,6 +73,10 @@ class ScaledIdentity(LinearOperator):
         out._adopt_dtype, out._adopt_device = self._adopt_dtype, self._adopt_device
         return out
 
+    def _to(self, dtype: torch.dtype) -> ScaledIdentity:
+        scale = self.scale.to(dtype) if isinstance(self.scale, torch.Tensor) else self.scale
+        return ScaledIdentity(self.shape[0], scale, dtype=dtype, device=self.device)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.scale * X
 

@@ -41,6 +41,9 @@ class Sum(LinearOperator):
         )
         self.ops: tuple[LinearOperator, ...] = tuple(flat)
 
+    def _to(self, dtype: torch.dtype) -> Sum:
+        return Sum(*(op.to(dtype) for op in self.ops))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self._sum(lambda op: op._matmat(X))
 

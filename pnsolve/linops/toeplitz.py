@@ -75,6 +75,9 @@ class Toeplitz(LinearOperator):
     def __repr__(self) -> str:
         return f"Toeplitz(levels={self.levels}, dtype={self.dtype})"
 
+    def _to(self, dtype: torch.dtype) -> Toeplitz:
+        return Toeplitz(self.column.to(dtype), is_psd=self.is_psd)
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         d = len(self.levels)
         Z = X.reshape(*self.levels, X.shape[1])  # (m₁, …, m_d, k): FFTs over the grid axes

@@ -21,6 +21,9 @@ class Transpose(LinearOperator):
         """The original operator (transposing twice is the identity)."""
         return self.op
 
+    def _to(self, dtype: torch.dtype) -> Transpose:
+        return Transpose(self.op.to(dtype))
+
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         return self.op._rmatmat(X)
 

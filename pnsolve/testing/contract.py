@@ -73,6 +73,8 @@ class LinearOperatorContract(_DtypeParametrised):
     has_rows: bool = True
     #: whether the operator is expected to support transposed products.
     has_transpose: bool = True
+    #: whether :meth:`~pnsolve.linops.LinearOperator.to` can change its products' dtype.
+    has_other_dtype: bool = True
 
     def make(self, dtype: torch.dtype) -> tuple[LinearOperator, torch.Tensor]:
         """Return ``(operator, reference dense matrix)`` in ``dtype``."""
@@ -171,6 +173,24 @@ class LinearOperatorContract(_DtypeParametrised):
         other = torch.float32 if dtype == torch.float64 else torch.float64
         with pytest.raises(TypeError, match="dtype"):
             op @ torch.zeros(op.shape[1], dtype=other)
+
+    def test_products_in_another_dtype(self, dtype: torch.dtype) -> None:
+        """``op.to(other)`` multiplies in ``other`` with the same matrix and flags."""
+        op, D = self.make(dtype)
+        assert op.to(dtype) is op
+        other = torch.float32 if dtype == torch.float64 else torch.float64
+        if not self.has_other_dtype:
+            with pytest.raises(MissingStructureError):
+                op.to(other)
+            return
+        low = op.to(other)
+        assert low.dtype == other and low.shape == op.shape and low.device == op.device
+        assert (low.is_symmetric, low.is_psd) == (op.is_symmetric, op.is_psd)
+        X = self._rand(op.shape[1], 2, dtype=other, seed=4)
+        coarse = torch.float32  # the less precise of the two sets the tolerance
+        self._close(low @ X, D.to(other) @ X, coarse, op.shape[1])
+        with pytest.raises(TypeError, match="dtype"):
+            op.to(torch.int64)
 
     def test_symmetry_flag_is_truthful(self, dtype: torch.dtype) -> None:
         """Symmetry flag is truthful."""

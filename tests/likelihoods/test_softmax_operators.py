@@ -44,12 +44,16 @@ def _dense_pinv(p: torch.Tensor) -> torch.Tensor:
 
 
 class TestSoftmaxHessianContract(LinearOperatorContract):
+    has_other_dtype = False  # Newton's weights, built in the model's dtype
+
     def make(self, dtype):
         p = _probs(5, 3, dtype)
         return SoftmaxHessian(p), _dense_W(p)
 
 
 class TestSoftmaxHessianPinvContract(LinearOperatorContract):
+    has_other_dtype = False  # Newton's weights, built in the model's dtype
+
     def make(self, dtype):
         p = _probs(5, 3, dtype, seed=1)
         return SoftmaxHessianPinv(p), _dense_pinv(p)

@@ -68,6 +68,7 @@ class TestLowRankGeneral(LinearOperatorContract):
 
 
 class TestClosure(LinearOperatorContract):
+    has_other_dtype = False  # a function of fixed dtype
     has_rows = False
 
     def make(self, dtype):
@@ -120,6 +121,7 @@ class TestProduct(LinearOperatorContract):
 
 @pytest.mark.cpu_only(reason="SciPy operators are host (CPU) operators")
 class TestScipyOperator(LinearOperatorContract):
+    has_other_dtype = False  # a function of fixed dtype
     dtypes = (torch.float64,)
     has_diagonal = False
     has_rows = False
@@ -131,6 +133,7 @@ class TestScipyOperator(LinearOperatorContract):
 
 @pytest.mark.cpu_only(reason="SciPy operators are host (CPU) operators")
 class TestScipySparse(LinearOperatorContract):
+    has_other_dtype = False  # a function of fixed dtype
     dtypes = (torch.float64,)
     has_rows = False
 
@@ -231,6 +234,7 @@ def test_psd_flags():
 
 
 class TestTorchSparse(LinearOperatorContract):
+    has_other_dtype = False  # a function of fixed dtype
     has_diagonal = False
     has_rows = False
 
