@@ -115,6 +115,12 @@ class IterGP(RegressionGP[IterGPFitState]):
         ``"chunked"`` (matrix-free), ``"keops"`` or ``"distributed"`` (inside an
         initialised torch.distributed group: every product's rows over the ranks, each
         rank fitting and predicting the same model).
+    precision
+        ``"full"`` (default) or ``"mixed"``: the solver's products with ``K̂`` in float32
+        (float32 kernel tiles on the matrix-free backends, a float32 copy of a dense
+        ``K̂``) while the belief, the representer weights and every prediction stay in
+        float64 (``X`` and ``y`` float64); see
+        :class:`~pnsolve.ProbabilisticLinearSolver`.
 
     Notes
     -----
@@ -135,10 +141,11 @@ class IterGP(RegressionGP[IterGPFitState]):
         mean: float = 0.0,
         *,
         backend: str = "auto",
+        precision: str = "full",
     ) -> None:
         self.kernel = check_model_kernel(kernel)
         self.noise = check_noise(noise)
-        self.solver = ProbabilisticLinearSolver(policy, stopping)
+        self.solver = ProbabilisticLinearSolver(policy, stopping, precision=precision)
         self.mean = float(check_mean(mean))
         self.backend = check_backend(backend)
 

@@ -42,6 +42,7 @@ from .._core.columns import ColumnBuffer
 from .._core.errors import MissingStructureError
 from .._core.precision import full_float32
 from ..beliefs.priors import Prior
+from ..krylov.mixed_precision import product_eps
 from ..linops.base import LinearOperator
 from .curvature import curvature_floor, equilibrated_curvature, not_positive_definite
 from .gram_schmidt import KAHAN_PARLETT_RATIO, GramSchmidt
@@ -141,7 +142,7 @@ class Conditioner(GramSchmidt):
         new = lambda: ColumnBuffer(n, A.dtype, A.device)  # noqa: E731
         self.V, self.AV = new(), new()
         self.T, self.W = (self.V, self.AV) if self.shares else (new(), new())
-        self.eps = torch.finfo(A.dtype).eps
+        self.eps = product_eps(A)  # float32's where the products are (mixed precision)
         self.sqrt_n = math.sqrt(n)
         # Per observed direction: a first-order estimate of ‖A v − stored image‖ in units
         # of eps·‖A‖ (a length, like ‖v‖): what one unit of its coefficient adds to the

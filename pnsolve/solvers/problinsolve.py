@@ -51,6 +51,7 @@ def problinsolve(
     maxiter: int | None = None,
     M: object = None,
     generator: torch.Generator | None = None,
+    precision: str = "full",
 ) -> tuple[GaussianSolutionBelief, SolveInfo]:
     """Solve ``A x = b`` probabilistically with SciPy-like arguments.
 
@@ -81,6 +82,9 @@ def problinsolve(
         a :class:`~pnsolve.policies.Policy` object carries its own).
     generator
         Randomness for stochastic policies.
+    precision
+        ``"full"`` (default) or ``"mixed"`` (float32 products, float64 belief; see
+        :class:`~pnsolve.ProbabilisticLinearSolver`).
 
     Returns
     -------
@@ -105,5 +109,7 @@ def problinsolve(
     # The residual test comes first so that convergence on the last allowed iteration is
     # recorded as CONVERGED, not MAX_ITERATIONS.
     stopping = ResidualNorm(rtol=rtol, atol=atol) | MaxIterations(maxiter)
-    solver = ProbabilisticLinearSolver(pol, stopping, prior=prior, preconditioner=M)
+    solver = ProbabilisticLinearSolver(
+        pol, stopping, prior=prior, preconditioner=M, precision=precision
+    )
     return solver.solve(A, b, x0=x0, generator=generator)

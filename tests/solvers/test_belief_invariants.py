@@ -60,10 +60,13 @@ def _policy(name: str, tau: float) -> pn.policies.Policy:
     return _near_previous(tau)
 
 
-def _check_belief(belief, A_dense: torch.Tensor, cond: float, where: str) -> None:
+def _check_belief(
+    belief, A_dense: torch.Tensor, cond: float, where: str, products: torch.dtype | None = None
+) -> None:
+    """The three invariants, to the tolerance of the products' dtype (default ``V``'s)."""
     n = A_dense.shape[0]
     V = belief.V.to(F64)
-    tol = conjugacy_tol(belief.V.dtype, cond, n)
+    tol = conjugacy_tol(products or belief.V.dtype, cond, n)
     assert V.shape[1] <= n, f"{where}: rank {V.shape[1]} > n = {n}"
     if V.shape[1] == 0:
         return
@@ -125,6 +128,25 @@ def test_float32_beliefs_stay_valid_past_convergence(problem, policy, seed):
     cond = _cond(A_dense)
     for state in solver.iterate(problem.A, problem.b, generator=gen):
         _check_belief(state.belief, A_dense, cond, f"{policy} it {state.iteration}")
+
+
+@given(
+    problem=spd_problems(n=st.integers(2, 24), max_cond=1e4),
+    policy=st.sampled_from(("cg", "custom", "random")),
+    seed=st.integers(0, 2**16),
+)
+def test_mixed_precision_beliefs_stay_valid_past_convergence(problem, policy, seed):
+    # float32 products, float64 factors: the invariants hold to float32's tolerance
+    n = problem.n
+    A_dense = problem.A.to_dense()
+    solver = pn.ProbabilisticLinearSolver(
+        _policy(policy, 1e-3), pn.stopping.MaxIterations(2 * n), precision="mixed"
+    )
+    gen = torch.Generator().manual_seed(seed)
+    cond = _cond(A_dense)
+    for state in solver.iterate(problem.A, problem.b, generator=gen):
+        assert state.belief.V.dtype == F64
+        _check_belief(state.belief, A_dense, cond, f"mixed {policy} it {state.iteration}", F32)
 
 
 def test_replay_on_a_shifted_kernel_matrix_regression():
