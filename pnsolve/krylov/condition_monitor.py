@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import torch
-from scipy.linalg import eigvalsh_tridiagonal
 
 __all__ = ["MIXED_CONDITION_LIMIT", "ConditionMonitor", "condition_limit"]
 
@@ -77,6 +76,8 @@ class ConditionMonitor:
         One host transfer of the recorded steps; ``O(iterations)`` bisection for the two
         extreme eigenvalues.
         """
+        from scipy.linalg import eigvalsh_tridiagonal  # on first use: pnsolve imports fast
+
         self._next = 2 * len(self._alpha)
         m = min(len(self._alpha), len(self._beta))
         a = torch.stack(self._alpha[:m])[:, column].cpu().double().numpy()

@@ -16,8 +16,9 @@ convergence, near-dependent custom actions), never on ordinary Krylov steps:
 1. **Two Gram–Schmidt passes** ("twice is enough", CGS2). One pass against a ``V``
    that is orthonormal only to ``δ`` leaves an error ``δ ‖Vᵀ z‖ / ‖C‖_A``, which
    compounds from iteration to iteration once Ritz values converge (Paige); the
-   second pass always computes its coefficients (one read of ``V``) and updates only
-   with the rows above rounding level.
+   second pass computes its coefficients (one read of ``V``) and updates only with
+   the rows above rounding level. It is skipped where the first pass kept more than
+   half the action's squared norm (Kahan–Parlett: it would remove only rounding).
 2. **Image accuracy.** ``AC = z − AV (Vᵀ z)`` loses accuracy to cancellation; a
    first-order estimate of each stored image's error is kept, and when it exceeds
    :func:`image_tolerance` while a fresh product would be clearly better, the images
@@ -299,11 +300,29 @@ class Conditioner(GramSchmidt):
             scale = prior_curv.sqrt()
             C, AC, Tn, Wn, inc = self._conjugate(Z, C, AC, S, Z, scale, masked)
             err = torch.hypot(err, inc)
-            C, AC, Tn, Wn, inc = self._conjugate(Wn, C, AC, Tn, Wn, scale, masked)  # CGS2
-            err = torch.hypot(err, inc)
+            if masked or not self._orthogonal_after_one_pass(C, Wn, prior_curv):
+                C, AC, Tn, Wn, inc = self._conjugate(Wn, C, AC, Tn, Wn, scale, masked)  # CGS2
+                err = torch.hypot(err, inc)
         elif self.shares:
             Tn, Wn = C, AC
         return _Block(C, AC, Tn, Wn, err)
+
+    @staticmethod
+    def _orthogonal_after_one_pass(
+        C: torch.Tensor, Wn: torch.Tensor, prior_curv: torch.Tensor
+    ) -> bool:
+        """Whether one Gram–Schmidt pass left every column conjugate to rounding.
+
+        Kahan–Parlett ("twice is enough", Parlett §6-9): against directions orthonormal
+        to rounding, a vector that keeps more than :data:`KAHAN_PARLETT_RATIO` of its
+        squared norm in one pass is orthogonal to them to rounding, so the second pass
+        would subtract only rounding. Here the norm is the update's (``Cᵀ A C`` under
+        the inverse prior, ``zᵀ Σ_i z`` in general) against the action's before the pass.
+        One host read; CG's actions pass it in most iterations, which saves a read of
+        ``V`` (about 10 % of a dense product at ``n = 5000``, 250 directions).
+        """
+        kept = torch.linalg.vecdot(Wn, C, dim=0)
+        return bool((kept > KAHAN_PARLETT_RATIO * prior_curv).all())
 
     def _basis(
         self, block: _Block, prior_curv, iteration: int, allow_products: bool = True
