@@ -28,6 +28,8 @@ RATIOS = [
     "bench_kernel_algebra.py",  # fused k1 + k2, chunked and keops: about 10 minutes (--quick: 2)
     "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 1.5 minutes
     "bench_pls.py",  # about 5 minutes (estimated)
+    # precision="mixed" against float64 CG, dense n = 10⁴ and chunked n = 2·10⁴: about 8 minutes
+    "bench_mixed_precision.py",
     "bench_ulisse.py",  # under a minute (estimated)
     "bench_itergp.py",  # with the n = 10⁵ chunked and KeOps runs: about 6 minutes (estimated)
     "bench_love.py",  # about 6 minutes (estimated)

@@ -78,6 +78,31 @@ SOLVER_CASES: dict[str, Case] = {
         pn.NotPositiveDefiniteError,
         "not positive definite.*iteration",
     ),
+    "cg-precision": Case(
+        "cg",
+        "an unknown `precision`",
+        lambda: pn.cg(_A(), _b(), precision="half"),
+        ValueError,
+        "precision must be one of",
+    ),
+    "cg-precision-float32": Case(
+        "cg",
+        '`precision="mixed"` with a float32 system',
+        lambda: pn.cg(_A().float(), _b().float(), precision="mixed"),
+        ValueError,
+        "precision='mixed' runs float64 recurrences",
+    ),
+    "cg-precision-closure": Case(
+        "cg",
+        '`precision="mixed"` with an operator of fixed dtype (a `Closure`)',
+        lambda: pn.cg(
+            pn.linops.Closure(lambda X: 2 * X, (5, 5), dtype=F64, is_symmetric=True),
+            _b(),
+            precision="mixed",
+        ),
+        ValueError,
+        "precision='mixed' needs an A",
+    ),
     "cg-dtype": Case(
         "cg",
         "`x0` in another dtype",
@@ -133,6 +158,13 @@ SOLVER_CASES: dict[str, Case] = {
         lambda: pn.ProbabilisticLinearSolver("cg", pn.stopping.MaxIterations(3)),
         TypeError,
         "policy must be a pnsolve.policies.Policy",
+    ),
+    "pls-precision": Case(
+        "PLS",
+        "an unknown `precision`",
+        lambda: _pls(precision="double"),
+        ValueError,
+        "precision must be one of",
     ),
     "pls-prior": Case(
         "PLS", "a negative prior variance", lambda: _pls(prior=-1.0), ValueError, "prior must be"
