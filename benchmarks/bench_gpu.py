@@ -10,7 +10,8 @@ float32 and float64 unless a row or note says otherwise. Sections, in run order:
    ÷ linear_operator's ``linear_cg`` (``tolerance=0``: exactly ``iters`` iterations) on a
    dense stored RBF Gram matrix + 0.1·I (n = 20 000, bare = ``K @ b``) and matrix-free with
    ``k.linop(X, backend="keops")`` (n = 10⁵; the peer gets the same operator as a closure,
-   bare = that operator's product); final true relative residuals.
+   bare = that operator's product); final true relative residuals. Then
+   ``precision="mixed"`` ÷ float64 CG to rtol 1e-10 on a dense K̂ with κ about 1e3.
 2. ``kernel``: RBF matvec throughput (entries n²/s) of the ``keops``, ``chunked`` and
    ``dense`` backends at n = 20 000 (dense: the product with the cached matrix, its build
    apart) ÷ ``torch.exp`` streaming over 2²⁶ entries (memory-bound on a GPU: KeOps, which
@@ -169,6 +170,37 @@ def sec_cg(ctx: Ctx) -> None:
          "final relres", "stop"],
         rows, notes,
     )  # fmt: skip
+    ctx.part("mixed precision", lambda: mixed_precision_rows(ctx))
+
+
+def mixed_precision_rows(ctx: Ctx) -> None:
+    """``pn.cg(..., precision="mixed")`` ÷ float64 CG to rtol 1e-10 on a dense stored K̂."""
+    n = ctx.size("dense")
+    X = normal((n, 3), F64, ctx.device, seed=0)
+    K = rbf(ctx.device)(X)
+    K.diagonal().add_(0.5 * n / 2000)  # κ about 1e3 at every n (bench_mixed_precision.py)
+    A = pn.linops.Dense(K, is_symmetric=True, is_psd=True)
+    b = normal((n,), F64, ctx.device, seed=1)
+    out: dict[str, Any] = {}
+
+    def solve(precision: str) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[precision] = pn.cg(A, b, rtol=1e-10, maxiter=20 * n, precision=precision)
+
+    with torch.no_grad():
+        times = ctx.medians({p: lambda p=p: solve(p) for p in ("full", "mixed")})
+        rows = []
+        for p, (x, info) in out.items():
+            relres = float(torch.linalg.vector_norm(b - K @ x) / b.norm())
+            rows.append([n, p, info.iterations, info.true_residual_checks, info.precision,
+                         f"{times[p]:.3f}", times["full"] / times[p], f"{relres:.2e}"])  # fmt: skip
+    ctx.table(
+        "CG to rtol 1e-10: float64 against precision='mixed' (float32 products), dense "
+        "stored RBF K̂ (ℓ = 0.5, 3-d Gaussian inputs, κ about 1e3), 1 RHS",
+        ["n", "precision", "iters", "float64 checks", "ended", "s", "speed-up", "final relres"],
+        rows,
+    )
 
 
 # --------------------------------------------------------------------------- 2. kernel
