@@ -94,6 +94,7 @@ def test_ill_conditioned_systems_fall_back_to_full_precision_with_a_warning():
         x, info = pn.cg(K, b, rtol=1e-10, precision="mixed")
     assert info.converged and info.precision == "full" and _relres(K, b, x) <= 1e-10
     assert info.iterations <= 1.1 * full.iterations + 15  # the iterations before the switch
+    assert info.products == info.iterations + info.true_residual_checks  # the restart's too
 
 
 def test_block_right_hand_sides_and_a_preconditioner():
