@@ -87,6 +87,26 @@ def spd():
     return make_spd
 
 
+def make_rbf_system(
+    n: int, lengthscale: float, noise: float, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(K + noise·I, b)``: RBF Gram of ``n`` standard normal 3-d points, a normal ``b``.
+
+    κ grows with ``n / noise`` (n = 1500: ℓ = 0.5, σ² = 0.1 gives about 1e3).
+    """
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    K = pn.kernels.RBF(lengthscale=lengthscale)(X, X).detach()
+    K.diagonal().add_(noise)
+    return K, torch.randn(n, generator=g, dtype=torch.float64)
+
+
+@pytest.fixture
+def rbf_system():
+    """Factory of RBF kernel systems (see :func:`make_rbf_system`)."""
+    return make_rbf_system
+
+
 @pytest.fixture
 def kernel():
     """Factory of dense kernel Gram test matrices (see :func:`make_kernel`)."""

@@ -29,6 +29,9 @@ class CountingOperator(LinearOperator):
         Row-block accesses and the total number of rows read.
     diagonal_calls
         Calls to :meth:`diagonal`.
+    product_dtypes
+        The dtype of every product, in order; shared with the operator :meth:`to`
+        returns (a mixed-precision solve's float32 products are logged here too).
     """
 
     def __init__(self, op: LinearOperator) -> None:
@@ -49,6 +52,7 @@ class CountingOperator(LinearOperator):
         self.row_block_calls = 0
         self.rows_accessed = 0
         self.diagonal_calls = 0
+        self.product_dtypes: list[torch.dtype] = []
 
     @property
     def products(self) -> int:
@@ -58,7 +62,13 @@ class CountingOperator(LinearOperator):
     def _matmat(self, X: torch.Tensor) -> torch.Tensor:
         self.matmat_calls += 1
         self.matvecs += X.shape[1]
+        self.product_dtypes.append(X.dtype)
         return self.op._matmat(X)
+
+    def _to(self, dtype: torch.dtype) -> CountingOperator:
+        low = CountingOperator(self.op.to(dtype))
+        low.product_dtypes = self.product_dtypes  # one log for both precisions
+        return low
 
     def _rmatmat(self, X: torch.Tensor) -> torch.Tensor:
         self.rmatmat_calls += 1

@@ -12,7 +12,7 @@ import pnsolve as pn
 from pnsolve.krylov.condition_monitor import ConditionMonitor, condition_limit
 from pnsolve.krylov.mixed_precision import PRECISIONS, low_precision_products
 from pnsolve.linops import Closure, Dense, LinearOperator
-from pnsolve.testing import iterative_tol, krylov_tol, spd_problems
+from pnsolve.testing import CountingOperator, iterative_tol, krylov_tol, spd_problems
 
 F64, F32 = torch.float64, torch.float32
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -22,32 +22,12 @@ def _relres(A: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(b - A @ x) / torch.linalg.vector_norm(b))
 
 
-def _kernel_system(n: int, lengthscale: float, noise: float, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, 3, generator=g, dtype=F64)
-    K = pn.kernels.RBF(lengthscale=lengthscale)(X, X).detach() + noise * torch.eye(n, dtype=F64)
-    return K, torch.randn(n, generator=g, dtype=F64)
-
-
-class _DtypeSpy(LinearOperator):
-    """``A`` recording the dtype of every product it computes (its float32 copy too)."""
-
-    def __init__(self, matrix: torch.Tensor, log: list[torch.dtype]) -> None:
-        super().__init__(matrix.shape, matrix.dtype, matrix.device, is_symmetric=True, is_psd=True)
-        self.matrix, self.log = matrix, log
-
-    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        self.log.append(X.dtype)
-        return self.matrix @ X
-
-    def _to(self, dtype: torch.dtype) -> _DtypeSpy:
-        return _DtypeSpy(self.matrix.to(dtype), self.log)
-
-
 @pytest.mark.parametrize(("lengthscale", "noise"), [(0.3, 1.0), (0.5, 0.1), (1.0, 0.1)])
-def test_reaches_float64_accuracy_within_one_and_a_half_times_the_iterations(lengthscale, noise):
+def test_reaches_float64_accuracy_within_one_and_a_half_times_the_iterations(
+    lengthscale, noise, rbf_system
+):
     # RBF kernel matrices with κ ≈ 41, 1.3e3 and 4.9e3 (below the fallback limit)
-    K, b = _kernel_system(1500, lengthscale, noise)
+    K, b = rbf_system(1500, lengthscale, noise)
     rtol = iterative_tol(F64)
     _, full = pn.cg(K, b, rtol=rtol)
     with warnings.catch_warnings():
@@ -59,14 +39,15 @@ def test_reaches_float64_accuracy_within_one_and_a_half_times_the_iterations(len
     assert info.iterations <= 1.5 * full.iterations
 
 
-def test_products_run_in_float32_and_true_residuals_in_float64():
-    K, b = _kernel_system(400, 0.5, 0.1)
-    log: list[torch.dtype] = []
-    _, info = pn.cg(_DtypeSpy(K, log), b, rtol=1e-10, precision="mixed")
+def test_products_run_in_float32_and_true_residuals_in_float64(rbf_system):
+    K, b = rbf_system(400, 0.5, 0.1)
+    A = CountingOperator(pn.linops.as_linop(K))  # logs the float32 copy's products too
+    _, info = pn.cg(A, b, rtol=1e-10, precision="mixed")
     assert info.converged
-    assert log.count(F32) == info.iterations
-    assert log.count(F64) == info.true_residual_checks >= 2  # replacements + the final claim
-    assert info.products == len(log)
+    assert A.product_dtypes.count(F32) == info.iterations
+    # the reliable updates and the final claim
+    assert A.product_dtypes.count(F64) == info.true_residual_checks >= 2
+    assert info.products == len(A.product_dtypes)
 
 
 @settings(max_examples=25, deadline=None)
@@ -87,8 +68,8 @@ def test_any_moderately_conditioned_spd_system(problem):
         assert info.iterations <= 1.5 * full.iterations + 12
 
 
-def test_ill_conditioned_systems_fall_back_to_full_precision_with_a_warning():
-    K, b = _kernel_system(1500, 2.0, 1e-3)  # κ ≈ 1e6: float32 products cost 2.7× the iterations
+def test_ill_conditioned_systems_fall_back_to_full_precision_with_a_warning(rbf_system):
+    K, b = rbf_system(1500, 2.0, 1e-3)  # κ ≈ 1e6: float32 products cost 2.7× the iterations
     _, full = pn.cg(K, b, rtol=1e-10)
     with pytest.warns(RuntimeWarning, match=r"precision='mixed'.*κ\(A\)"):
         x, info = pn.cg(K, b, rtol=1e-10, precision="mixed")
@@ -97,8 +78,8 @@ def test_ill_conditioned_systems_fall_back_to_full_precision_with_a_warning():
     assert info.products == info.iterations + info.true_residual_checks  # the restart's too
 
 
-def test_block_right_hand_sides_and_a_preconditioner():
-    K, _ = _kernel_system(800, 0.5, 0.1)
+def test_block_right_hand_sides_and_a_preconditioner(rbf_system):
+    K, _ = rbf_system(800, 0.5, 0.1)
     B = torch.randn(800, 3, generator=torch.Generator().manual_seed(5), dtype=F64)
     M = pn.linops.Diagonal(1.0 / torch.diagonal(K))
     X, info = pn.cg(K, B, rtol=1e-10, M=M, precision="mixed")
@@ -119,8 +100,8 @@ def test_matrix_free_kernel_operator():
         assert info.converged and _relres(K.to_dense(), b, x) <= 1e-10
 
 
-def test_bfloat16_products_on_a_well_conditioned_system():
-    K, b = _kernel_system(500, 0.3, 1.0)  # κ ≈ 40, below bfloat16's limit of about 80
+def test_bfloat16_products_on_a_well_conditioned_system(rbf_system):
+    K, b = rbf_system(500, 0.3, 1.0)  # κ ≈ 40, below bfloat16's limit of about 80
     assert condition_limit(torch.finfo(torch.bfloat16).eps) > 40
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -129,8 +110,8 @@ def test_bfloat16_products_on_a_well_conditioned_system():
 
 
 @pytest.mark.parametrize("precision", ["mixed-tf32", "full"])
-def test_other_precisions_answer_in_float64(precision):
-    K, b = _kernel_system(300, 0.5, 0.1)
+def test_other_precisions_answer_in_float64(precision, rbf_system):
+    K, b = rbf_system(300, 0.5, 0.1)
     x, info = pn.cg(K, b, rtol=1e-10, precision=precision)
     assert info.converged and _relres(K, b, x) <= 1e-10 and info.precision == precision
 

@@ -6,36 +6,10 @@ import pytest
 import torch
 
 import pnsolve as pn
-from pnsolve.linops import LinearOperator
-from pnsolve.testing import conjugacy_tol, iterative_tol, rtol_for
+from pnsolve.testing import CountingOperator, conjugacy_tol, iterative_tol, rtol_for
 
 F64, F32 = torch.float64, torch.float32
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def _kernel_system(n: int, lengthscale: float, noise: float, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    X = torch.randn(n, 3, generator=g, dtype=F64)
-    K = pn.kernels.RBF(lengthscale=lengthscale)(X, X).detach() + noise * torch.eye(n, dtype=F64)
-    return K, torch.randn(n, generator=g, dtype=F64)
-
-
-class _DtypeSpy(LinearOperator):
-    """``A`` recording the dtype of every product (its float32 copy shares the log)."""
-
-    def __init__(self, matrix: torch.Tensor, log: list[torch.dtype]) -> None:
-        super().__init__(matrix.shape, matrix.dtype, matrix.device, is_symmetric=True, is_psd=True)
-        self.matrix, self.log = matrix, log
-
-    def _matmat(self, X: torch.Tensor) -> torch.Tensor:
-        self.log.append(X.dtype)
-        return self.matrix @ X
-
-    def _diagonal(self) -> torch.Tensor:
-        return torch.diagonal(self.matrix)
-
-    def _to(self, dtype: torch.dtype) -> _DtypeSpy:
-        return _DtypeSpy(self.matrix.to(dtype), self.log)
 
 
 def _solver(precision: str, rtol: float = 1e-10, maxiter: int = 2000):
@@ -44,11 +18,11 @@ def _solver(precision: str, rtol: float = 1e-10, maxiter: int = 2000):
 
 
 @pytest.mark.parametrize(("lengthscale", "noise"), [(0.5, 0.1), (1.0, 1e-2), (2.0, 1e-3)])
-def test_reaches_float64_accuracy_in_the_same_iterations(lengthscale, noise):
+def test_reaches_float64_accuracy_in_the_same_iterations(lengthscale, noise, rbf_system):
     # κ ≈ 9e2, 5e4 and 1e6: full re-orthogonalisation keeps float32 products from slowing
     # the PLS (unlike CG), and the reliable updates with their Galerkin correction reach
     # float64's residual; measured: the same iteration counts, +1 at κ = 1e6
-    K, b = _kernel_system(800, lengthscale, noise)
+    K, b = rbf_system(800, lengthscale, noise)
     rtol = iterative_tol(F64)
     _, info_full = _solver("full").solve(K, b)
     mixed, info = _solver("mixed").solve(K, b)
@@ -60,17 +34,17 @@ def test_reaches_float64_accuracy_in_the_same_iterations(lengthscale, noise):
     assert info_full.iterations < info.products <= info.iterations + 8
 
 
-def test_products_run_in_float32_and_replacements_in_float64():
-    K, b = _kernel_system(300, 0.5, 0.1)
-    log: list[torch.dtype] = []
-    _, info = _solver("mixed").solve(_DtypeSpy(K, log), b)
-    assert log.count(F32) == info.iterations
-    assert log.count(F64) == info.products - info.iterations >= 2
+def test_products_run_in_float32_and_replacements_in_float64(rbf_system):
+    K, b = rbf_system(300, 0.5, 0.1)
+    A = CountingOperator(pn.linops.as_linop(K))  # logs the float32 copy's products too
+    _, info = _solver("mixed").solve(A, b)
+    assert A.product_dtypes.count(F32) == info.iterations
+    assert A.product_dtypes.count(F64) == info.products - info.iterations >= 2
     assert info.stop_reason is pn.StopReason.CONVERGED
 
 
-def test_belief_is_float64_and_conjugate_to_float32_accuracy():
-    K, b = _kernel_system(400, 0.5, 0.1)
+def test_belief_is_float64_and_conjugate_to_float32_accuracy(rbf_system):
+    K, b = rbf_system(400, 0.5, 0.1)
     cond = float(torch.linalg.cond(K))
     solver = pn.ProbabilisticLinearSolver(
         pn.policies.Lanczos(start="random"), pn.stopping.MaxIterations(60), precision="mixed"
@@ -82,8 +56,8 @@ def test_belief_is_float64_and_conjugate_to_float32_accuracy():
     assert err <= conjugacy_tol(F32, cond, 400)
 
 
-def test_problinsolve_and_itergp_take_the_argument():
-    K, b = _kernel_system(300, 0.5, 0.1)
+def test_problinsolve_and_itergp_take_the_argument(rbf_system):
+    K, b = rbf_system(300, 0.5, 0.1)
     belief, info = pn.problinsolve(K, b, rtol=1e-10, maxiter=300, precision="mixed")
     assert info.stop_reason is pn.StopReason.CONVERGED
     assert float(torch.linalg.vector_norm(b - K @ belief.mean) / b.norm()) <= 1e-10
@@ -112,11 +86,11 @@ def test_problinsolve_and_itergp_take_the_argument():
     assert float((mixed.var - full.var).abs().max()) <= tol * 1.0
 
 
-def test_bad_precision_is_named():
+def test_bad_precision_is_named(rbf_system):
     with pytest.raises(ValueError, match="precision must be one of"):
         pn.ProbabilisticLinearSolver(
             pn.policies.CG(), pn.stopping.MaxIterations(3), precision="single"
         )
-    K, b = _kernel_system(20, 0.5, 0.1)
+    K, b = rbf_system(20, 0.5, 0.1)
     with pytest.raises(ValueError, match=r"precision='mixed'.*float32"):
         _solver("mixed").solve(K.float(), b.float())
