@@ -6,7 +6,6 @@ The loop (per-column tolerances, a stop hook) is the one the kernel-system CG ru
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
@@ -27,9 +26,10 @@ from .breakdown import (
     replace_residuals,
     replacement_check,
 )
+from .cg_fallback import full_precision_from_now, stalled, watch_condition
 from .cg_info import CGInfo, squeezed
 from .cg_run import CGRun
-from .condition_monitor import ConditionMonitor, condition_limit
+from .condition_monitor import ConditionMonitor
 from .mixed_precision import low_precision_products, product_eps, reliable_update_factor
 
 __all__ = ["RELIABLE_UPDATE_FACTOR", "StopHook", "cg", "cg_core"]
@@ -272,8 +272,8 @@ def _iterate(
                 return reason
             if run.exact and cols.idx.numel():
                 beta = next_direction(cols, M, restart, run.it)
-                if run.monitor is not None and _watch_condition(run, cols, beta):
-                    next_direction(cols, M, _full_precision_from_now(run, cols)[1], run.it)
+                if run.monitor is not None and watch_condition(run, cols, beta):
+                    next_direction(cols, M, full_precision_from_now(run, cols)[1], run.it)
         return None
     except BaseException:
         cols.pending = None  # the error on its way out is the one to report
@@ -334,9 +334,9 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
         if run.products is not run.A:  # float64 recurrences: keep the direction
             restart = torch.zeros_like(restart)
             if fall_back is None and any_check and bool(stuck.any()):
-                fall_back = _stalled(rn, run.it)
+                fall_back = stalled(rn, run.it)
             if fall_back is not None:
-                rn, restart = _full_precision_from_now(run, cols, fall_back)
+                rn, restart = full_precision_from_now(run, cols, fall_back)
                 stuck, any_check = torch.zeros_like(stuck), True
         done = rn <= cols.tol if any_check else check
     else:  # no replacement: `check` is the mask of columns done
@@ -350,61 +350,3 @@ def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Te
             run.freeze(cols, stop, done, stuck, dead)
             restart = restart[~stop]
     return restart
-
-
-def _watch_condition(run: CGRun, cols: ActiveColumns, beta: torch.Tensor) -> bool:
-    """Record ``β``; where an estimate is due and ``κ · eps`` is too large, warn; return it."""
-    monitor = run.monitor
-    assert monitor is not None
-    monitor.record_beta(cols.idx, beta)
-    if not monitor.due():
-        return False
-    kappa = monitor.estimate(int(cols.idx[0]))
-    limit = condition_limit(product_eps(run.products))
-    if not kappa > limit:  # NaN (no estimate): carry on
-        return False
-    _warn_full_precision(
-        run,
-        f"κ(A) ≥ {kappa:.2e} (estimated after {run.it} iterations) exceeds {limit:.2g}, "
-        "beyond which these products cost CG more than 1.5× the iterations",
-    )
-    return True
-
-
-def _stalled(rn: torch.Tensor, it: int) -> str:
-    return (
-        f"the low-precision products stalled the true residual at {float(rn.max()):.2e} "
-        f"after {it + 1} iterations"
-    )
-
-
-def _warn_full_precision(run: CGRun, why: str) -> None:
-    precision = getattr(run.products, "precision", "mixed")
-    warnings.warn(
-        f"precision={precision!r}: {why}; the run restarts from its iterate with "
-        "full-precision products (as precision='full')",
-        RuntimeWarning,
-        stacklevel=5,
-    )
-
-
-def _full_precision_from_now(
-    run: CGRun, cols: ActiveColumns, why: str | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Continue a mixed-precision run with ``A``'s own products, restarted (warns ``why``).
-
-    The residuals are replaced by true ones (one product); every direction restarts, since
-    the Krylov basis built with low-precision products would slow full-precision CG (twice
-    the iterations where it was kept, measured). Returns ``(‖r‖, restart)``, shapes
-    ``(ka,)``.
-    """
-    if why is not None:
-        _warn_full_precision(run, why)
-    run.products = run.A
-    run.monitor = None
-    cols.R = cols.B - run.count(run.A, cols.X, check=True)
-    rn = torch.linalg.vector_norm(cols.R, dim=0)
-    cols.rmax = rn.clone()
-    cols.stalls = torch.zeros_like(cols.stalls)
-    cols.best = torch.full_like(cols.best, math.inf)
-    return rn, torch.ones_like(rn, dtype=torch.bool)

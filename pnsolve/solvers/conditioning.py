@@ -14,11 +14,10 @@ second ever spends a product, and only on degenerate actions (a stalled residual
 convergence, near-dependent custom actions), never on ordinary Krylov steps:
 
 1. **Two Gram–Schmidt passes** ("twice is enough", CGS2). One pass against a ``V``
-   that is orthonormal only to ``δ`` leaves an error ``δ ‖Vᵀ z‖ / ‖C‖_A``, which
-   compounds from iteration to iteration once Ritz values converge (Paige); the
-   second pass computes its coefficients (one read of ``V``) and updates only with
-   the rows above rounding level. It is skipped where the first pass kept more than
-   half the action's squared norm (Kahan–Parlett: it would remove only rounding).
+   orthonormal only to ``δ`` leaves an error ``δ ‖Vᵀ z‖ / ‖C‖_A``, which compounds once
+   Ritz values converge (Paige); the second pass (one read of ``V``) updates only with
+   rows above rounding level, and is skipped where the first kept more than half the
+   action's squared norm (Kahan–Parlett: it would remove only rounding).
 2. **Image accuracy.** ``AC = z − AV (Vᵀ z)`` loses accuracy to cancellation; a
    first-order estimate of each stored image's error is kept, and when it exceeds
    :func:`image_tolerance` while a fresh product would be clearly better, the images
@@ -40,12 +39,16 @@ from typing import NamedTuple
 import torch
 
 from .._core.columns import ColumnBuffer
-from .._core.errors import MissingStructureError
 from .._core.precision import full_float32
 from ..beliefs.priors import Prior
 from ..krylov.mixed_precision import product_eps
 from ..linops.base import LinearOperator
-from .curvature import curvature_floor, equilibrated_curvature, not_positive_definite
+from .curvature import (
+    curvature_floor,
+    equilibrated_curvature,
+    norm_estimate,
+    not_positive_definite,
+)
 from .gram_schmidt import KAHAN_PARLETT_RATIO, GramSchmidt
 
 __all__ = ["KAHAN_PARLETT_RATIO", "Conditioner", "NonFiniteObservation", "Update"]
@@ -55,14 +58,6 @@ __all__ = ["KAHAN_PARLETT_RATIO", "Conditioner", "NonFiniteObservation", "Update
 #: times more tightly (on an ill-conditioned system in low precision a fresh product is
 #: no better than the recursion, and the product would be wasted).
 REDO_GAIN = 16.0
-
-
-def _norm_estimate(A: LinearOperator) -> float:
-    """``max |diag A|`` where the diagonal is structured (≥ ‖A‖/n for SPD ``A``), else 0."""
-    try:
-        return float(A.diagonal().abs().max())
-    except MissingStructureError:
-        return 0.0
 
 
 def image_tolerance(eps: float) -> float:
@@ -151,7 +146,7 @@ class Conditioner(GramSchmidt):
         # the estimates stay valid when the estimate of ‖A‖ below grows.
         self.weight = torch.zeros(0, dtype=A.dtype, device=A.device)
         # grown by every observed ‖A s‖ / ‖s‖ (0-d tensor: updated without a host read)
-        self.norm_A = torch.tensor(_norm_estimate(A), dtype=A.dtype, device=A.device)
+        self.norm_A = torch.tensor(norm_estimate(A), dtype=A.dtype, device=A.device)
         # Off the CPU a host read stalls the device: single actions then take the
         # device path (decisions read together, once per update; see `_condition_one`).
         self.device_path = self._device_path(A)
@@ -291,8 +286,8 @@ class Conditioner(GramSchmidt):
     def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> _Block:
         """The block ``Σ_i Z`` (``C``), its image ``AC``, the right factor and the images.
 
-        Two Gram–Schmidt passes against the observed directions (CGS2); ``err`` is the
-        estimate of ``‖AC − A C‖`` in units of ``eps ‖A‖``, starting from a fresh product.
+        Gram–Schmidt against the observed directions (CGS2, the second pass where needed);
+        ``err`` estimates ``‖AC − A C‖`` in units of ``eps ‖A‖`` from a fresh product's.
         """
         err = torch.linalg.vector_norm(SZ, dim=0)
         C, AC, Tn, Wn = SZ, ASZ, S, Z
@@ -306,23 +301,6 @@ class Conditioner(GramSchmidt):
         elif self.shares:
             Tn, Wn = C, AC
         return _Block(C, AC, Tn, Wn, err)
-
-    @staticmethod
-    def _orthogonal_after_one_pass(
-        C: torch.Tensor, Wn: torch.Tensor, prior_curv: torch.Tensor
-    ) -> bool:
-        """Whether one Gram–Schmidt pass left every column conjugate to rounding.
-
-        Kahan–Parlett ("twice is enough", Parlett §6-9): against directions orthonormal
-        to rounding, a vector that keeps more than :data:`KAHAN_PARLETT_RATIO` of its
-        squared norm in one pass is orthogonal to them to rounding, so the second pass
-        would subtract only rounding. Here the norm is the update's (``Cᵀ A C`` under
-        the inverse prior, ``zᵀ Σ_i z`` in general) against the action's before the pass.
-        One host read; CG's actions pass it in most iterations, which saves a read of
-        ``V`` (about 10 % of a dense product at ``n = 5000``, 250 directions).
-        """
-        kept = torch.linalg.vecdot(Wn, C, dim=0)
-        return bool((kept > KAHAN_PARLETT_RATIO * prior_curv).all())
 
     def _basis(
         self, block: _Block, prior_curv, iteration: int, allow_products: bool = True

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import torch
 
-from .._core.errors import NotPositiveDefiniteError
+from .._core.errors import MissingStructureError, NotPositiveDefiniteError
 from ..krylov.breakdown import CURVATURE_BAND
+from ..linops.base import LinearOperator
 
-__all__ = ["curvature_floor", "equilibrated_curvature", "not_positive_definite"]
+__all__ = ["curvature_floor", "equilibrated_curvature", "norm_estimate", "not_positive_definite"]
 
 
 def curvature_floor(
@@ -72,3 +73,11 @@ def not_positive_definite(
         f"has negative curvature {lam / float(d.max()) ** 2:.3e}{how}",
         iteration=iteration,
     )
+
+
+def norm_estimate(A: LinearOperator) -> float:
+    """``max |diag A|`` where the diagonal is structured (≥ ‖A‖/n for SPD ``A``), else 0."""
+    try:
+        return float(A.diagonal().abs().max())
+    except MissingStructureError:
+        return 0.0

@@ -83,6 +83,23 @@ class GramSchmidt:
         B = P[:, keep] * mu[keep].rsqrt()
         return Vn @ B, AVn @ B, Tn @ B, Wn @ B, torch.linalg.vector_norm(B * err[:, None], dim=0)
 
+    @staticmethod
+    def _orthogonal_after_one_pass(
+        C: torch.Tensor, Wn: torch.Tensor, prior_curv: torch.Tensor
+    ) -> bool:
+        """Whether one Gram–Schmidt pass left every column conjugate to rounding.
+
+        Kahan–Parlett ("twice is enough", Parlett §6-9): against directions orthonormal
+        to rounding, a vector that keeps more than :data:`KAHAN_PARLETT_RATIO` of its
+        squared norm in one pass is orthogonal to them to rounding, so the second pass
+        would subtract only rounding. Here the norm is the update's (``Cᵀ A C`` under
+        the inverse prior, ``zᵀ Σ_i z`` in general) against the action's before the pass.
+        One host read; CG's actions pass it in most iterations, which saves a read of
+        ``V`` (about 10 % of a dense product at ``n = 5000``, 250 directions).
+        """
+        kept = torch.linalg.vecdot(Wn, C, dim=0)
+        return bool((kept > KAHAN_PARLETT_RATIO * prior_curv).all())
+
     def _conjugate(self, Y, C, AC, Tn, Wn, scale, masked: bool = False):
         """One Gram–Schmidt pass of the new direction against the observed ones.
 

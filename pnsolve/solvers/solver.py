@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,6 @@ from .._core.stop_reason import StopReason
 from .._core.validation import check_finite, check_generator
 from ..beliefs.gaussian_solution import GaussianSolutionBelief
 from ..beliefs.priors import Prior, as_prior
-from ..krylov.breakdown import RELIABLE_UPDATE_FACTOR
 from ..krylov.mixed_precision import check_precision, low_precision_products
 from ..linops.base import LinearOperator
 from ..linops.checks import as_system
@@ -21,6 +19,7 @@ from ..linops.conversion import as_linop
 from ..policies.base import Policy
 from ..stopping.base import StoppingCriterion
 from .conditioning import Conditioner, NonFiniteObservation
+from .reliable_updates import ResidualRefresh
 from .state import SolveInfo, SolverState
 
 __all__ = ["ProbabilisticLinearSolver"]
@@ -126,7 +125,7 @@ class ProbabilisticLinearSolver:
 
     def _loop(self, A, b, x0, replay, record, generator, known) -> Iterator[SolverState]:
         products = low_precision_products(A, self.precision)
-        refresh = None if products is A else _ResidualRefresh(A, b)
+        refresh = None if products is A else ResidualRefresh(A, b)
         with torch.no_grad():
             run = Conditioner(products, self.prior)
             state = self._prior_state(run, A, b, x0, generator)
@@ -289,42 +288,6 @@ class ProbabilisticLinearSolver:
             products=state.products + update.products,
             matvecs=state.matvecs + update.matvecs,
         )
-
-
-class _ResidualRefresh:
-    """Reliable updates of a mixed-precision solve: the true residual, now and then.
-
-    The recursive residual ``r ← r − AC g`` carries the float32 error of the images;
-    once ``‖r‖`` has dropped by :data:`RELIABLE_UPDATE_FACTOR` since the last
-    replacement, it is replaced by ``b − A x`` with ``A`` in float64 (one product).
-    """
-
-    def __init__(self, A: LinearOperator, b: torch.Tensor) -> None:
-        self.A, self.b = A, b
-        self.rmax = float(torch.linalg.vector_norm(b))
-
-    def __call__(self, state: SolverState) -> SolverState:
-        if state.stop_reason is not None:
-            return state
-        rn = state.residual_norm_value
-        rn = float(state.residual_norm) if rn is None else rn
-        if rn > RELIABLE_UPDATE_FACTOR * self.rmax:
-            self.rmax = max(self.rmax, rn)
-            return state
-        belief = state.belief
-        r = self.b - self.A @ belief.mean
-        # Galerkin correction: with exact images Tᵀ r = 0; float32 images leave a part of
-        # the true residual in the observed directions, which later actions cannot reach
-        # (they would read as dependent). One projection removes it (no product).
-        g = belief.T.mT @ r
-        belief = dataclasses.replace(belief, mean=belief.mean + belief.V @ g)
-        r = r - belief.W @ g
-        norm = torch.linalg.vector_norm(r)
-        self.rmax = float(norm)
-        return _replace(
-            state, belief=belief, residual=r, residual_norm=norm, residual_norm_value=None,
-            products=state.products + 1, matvecs=state.matvecs + 1,
-        )  # fmt: skip
 
 
 def _replace(state: SolverState, **changes: Any) -> SolverState:
