@@ -2,19 +2,38 @@
 
 Prints, for an RBF kernel with d = 3:
 
-* chunked matvec throughput (kernel entries/s) ÷ ``torch.exp`` throughput (target ≥ 0.5),
+* chunked matvec throughput (kernel entries/s) ÷ ``torch.exp`` throughput (targets: ≥ 0.5
+  in float32, ≥ 0.65 in float64), on uniform inputs in [0, 1]³ with lengthscale 0.3
+  (exponents ≥ −17) and on Gaussian inputs with lengthscale 0.3 (exponents down to about
+  −500: below float32's ``log(tiny) ≈ −87.3``, where torch's ``exp`` leaves its fast path;
+  the tile code clamps the exponent there, kernels/_exp.py);
+* where the time goes: the same tile loop stopped after each stage (distance GEMM, the
+  exponent clamp, ``exp``, the ``tile @ V`` GEMM), timed interleaved in one process; each
+  stage's cost is the difference of neighbouring loops, the Python/tile overhead is the
+  loop with no arithmetic;
 * chunked ÷ raw pykeops ``LazyTensor`` throughput for the same kernel (target ≥ 1.5 on CPU),
 * peak memory of a full chunked matvec at n = 10⁵ (fresh process),
 * at n = 10⁶: time and memory of a 2048-row slice ``K(X[:2048], X) @ v``, extrapolated to a
   full matvec (no n × n object is ever formed).
 
-Usage: ``python benchmarks/bench_kernel_matrix.py [--quick]``.
-"""
+All timings are medians of interleaved rounds (``_common.interleaved_medians``); the load
+average is printed with them. On the shared 2-core machine, load from other processes
+costs the chunked matvec more than the single streaming ``exp`` (each tile's operations
+synchronise both threads, several times per tile): compare ratios at low load.
+
+Where the time goes (2-core AMD EPYC, L2 1 MiB per core, 512 × 512 tiles, one thread,
+ns per entry): float32 distance GEMM 0.22, clamp 0.05, ``exp`` 0.85, ``tile @ V`` 0.07,
+Python/tile overhead < 0.01; float64 0.42, 0.10, 2.5, 0.13. ``exp`` is 60–70 % of a
+matvec; the distance GEMM (d = 3: five columns, a pure write of the tile) is the rest.
+Without the clamp, float32 exponents below −87.3 cost 20–50× an ordinary ``exp``.
+
+Usage: ``python benchmarks/bench_kernel_matrix.py [--quick]``."""
 
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import multiprocessing as mp
 import os
 import sys
@@ -24,39 +43,63 @@ from collections.abc import Callable
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import peak_rss_mb, print_table, ratio, timeit
+from _common import interleaved_medians, load_average, peak_rss_mb, print_table, ratio, timeit
 
 import pnsolve as pn
+from pnsolve.kernels._exp import exp_floor
+from pnsolve.kernels.backends.tiling import DEFAULT_TILE
 
 
-def _data(n: int, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def _data(
+    n: int, dtype: torch.dtype, seed: int = 0, gaussian: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, 3, generator=g, dtype=dtype)
+    X = (torch.randn if gaussian else torch.rand)(n, 3, generator=g, dtype=dtype)
     v = torch.randn(n, 1, generator=g, dtype=dtype)
     return X, v
 
 
-def _interleaved_best(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Best-of-``rounds`` wall time of each function, alternating between them.
+#: The throughput cases: (label, Gaussian inputs?, lengthscale).
+CASES = (("unif, l=0.3", False, 0.3), ("gauss, l=0.3", True, 0.3))
+#: Stages of the tile loop, cumulative (see :func:`_stage_loop`).
+STAGES = ("overhead", "distance GEMM", "clamp", "exp", "tile @ V")
 
-    Alternating and keeping the minimum makes the *ratios* robust to bursts of load from
-    other processes on a shared machine.
+
+def _stage_loop(
+    A: torch.Tensor, B: torch.Tensor, v: torch.Tensor, tile: tuple[int, int], upto: int
+) -> torch.Tensor:
+    """The chunked RBF matvec's tile loop (tiling.tiled_matmat) up to stage ``upto``.
+
+    ``A`` ``(n, 5)`` and ``B`` ``(n, 5)`` are the RBF's augmented operands, ``v`` ``(n,
+    1)``; ``upto`` counts the stages of :data:`STAGES` after the bare loop (0: slicing
+    only, 4: the whole matvec).
     """
-    best = dict.fromkeys(fns, float("inf"))
-    for fn in fns.values():
-        fn()  # warm-up
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], timeit(fn, repeats=1, warmup=0))
-    return best
+    n, (tr, tc) = A.shape[0], tile
+    floor = exp_floor(A.dtype)
+    out = torch.zeros(n, 1, dtype=A.dtype)
+    buf = torch.empty(tr * tc, dtype=A.dtype)
+    for r0 in range(0, n, tr):
+        r1 = min(n, r0 + tr)
+        a, acc = A[r0:r1], out[r0:r1]
+        for c0 in range(0, n, tc):
+            c1 = min(n, c0 + tc)
+            s = buf[: (r1 - r0) * (c1 - c0)].view(r1 - r0, c1 - c0)
+            if upto >= 1:
+                torch.mm(a, B[c0:c1].mT, out=s)
+            if upto >= 2 and floor > -math.inf:  # float64: not floored
+                s.clamp_min_(floor)
+            if upto >= 3:
+                s.exp_()
+            if upto >= 4:
+                acc.addmm_(s, v[c0:c1])
+    return out
 
 
 def throughputs(n: int, dtype: torch.dtype, rounds: int) -> dict[str, float]:
-    """Entries/s of: a chunked RBF matvec (d = 3), ``torch.exp`` streaming over a large
-    array into a preallocated output, and ``exp_`` on a cache-resident tile-sized buffer."""
-    X, v = _data(n, dtype)
-    k = pn.kernels.RBF(lengthscale=0.3).requires_grad_(False)
-    K = pn.kernels.KernelMatrix(k, X, backend="chunked")
+    """Entries/s of the chunked RBF matvec (d = 3) in each of :data:`CASES`, of
+    ``torch.exp`` streaming over a large array into a preallocated output, of ``exp_`` on
+    a cache-resident tile-sized buffer, and seconds per entry of each stage of
+    :data:`STAGES` (Gaussian inputs, lengthscale 0.3), all interleaved in one run."""
     big = torch.zeros(2**24, dtype=dtype)
     out = torch.empty_like(big)
     tile = torch.zeros(256 * 1024, dtype=dtype)
@@ -71,18 +114,26 @@ def throughputs(n: int, dtype: torch.dtype, rounds: int) -> dict[str, float]:
             tile.zero_()
 
     fns: dict[str, Callable[[], object]] = {
-        "chunked": lambda: K @ v,
         "exp": lambda: torch.exp(big, out=out),
         "tile_exp": tile_exp,
         "tile_zero": tile_zero,
     }
+    for label, gaussian, ls in CASES:
+        X, v = _data(n, dtype, gaussian=gaussian)
+        k = pn.kernels.RBF(lengthscale=ls).requires_grad_(False)
+        K = pn.kernels.KernelMatrix(k, X, backend="chunked")
+        fns[label] = functools.partial(K.__matmul__, v)
+    (A,), (B,) = k.tile_operands(X, left=True), k.tile_operands(X, left=False)
+    for i in range(len(STAGES)):
+        fns[STAGES[i]] = functools.partial(_stage_loop, A, B, v, DEFAULT_TILE, i)
     with torch.no_grad():
-        t = _interleaved_best(fns, rounds)
-    return {
-        "chunked": n * n / t["chunked"],
-        "exp": big.numel() / t["exp"],
-        "exp_in_cache": reps * tile.numel() / max(t["tile_exp"] - t["tile_zero"], 1e-9),
-    }
+        t = interleaved_medians(fns, rounds)
+    res = {label: n * n / t[label] for label, _, _ in CASES}
+    res["exp"] = big.numel() / t["exp"]
+    res["exp_in_cache"] = reps * tile.numel() / max(t["tile_exp"] - t["tile_zero"], 1e-9)
+    for i, stage in enumerate(STAGES):
+        res["s:" + stage] = (t[stage] - (t[STAGES[i - 1]] if i else 0.0)) / (n * n)
+    return res
 
 
 def keops_throughput(n: int, dtype: torch.dtype, rounds: int) -> float:
@@ -112,7 +163,7 @@ def _keops_child(n: int, dtype: torch.dtype, rounds: int, q: mp.Queue) -> None:
     X, v = _data(n, dtype)
     Z = (X / 0.3).contiguous()
     Kij = (-0.5 * LazyTensor(Z[:, None, :]).sqdist(LazyTensor(Z[None, :, :]))).exp()
-    t = _interleaved_best({"keops": lambda: Kij @ v}, rounds)["keops"]
+    t = interleaved_medians({"keops": lambda: Kij @ v}, rounds)["keops"]
     q.put(n * n / t)
 
 
@@ -168,41 +219,41 @@ def main() -> None:
         ],
     )
 
-    table = []
+    table, stages = [], []
     for dtype in (torch.float64, torch.float32):
         tp = throughputs(n_tp, dtype, rounds=3 if args.quick else 5)
-        c = tp["chunked"]
+        load = load_average()
         kk = keops_throughput(n_tp, dtype, rounds=3)
-        table.append(
-            [
-                str(dtype).replace("torch.", ""),
-                n_tp,
-                c / 1e9,
-                tp["exp"] / 1e9,
-                ratio(c, tp["exp"]),
-                ratio(c, tp["exp_in_cache"]),
-                kk / 1e9,
-                ratio(c, kk),
-            ]
-        )
+        name = str(dtype).replace("torch.", "")
+        for label, _, _ in CASES:
+            c = tp[label]
+            table.append(
+                [name, label, n_tp, c / 1e9, tp["exp"] / 1e9, ratio(c, tp["exp"]),
+                 ratio(c, tp["exp_in_cache"]), kk / 1e9, ratio(c, kk)]
+            )  # fmt: skip
+        per_exp = 1e9 / tp["exp"]  # ns per entry of the streaming exp bound
+        parts = [1e9 * tp["s:" + stage] for stage in STAGES]
+        stages.append([name, *parts, sum(parts), per_exp, ratio(per_exp, sum(parts)), load])
     print_table(
-        "RBF matvec throughput (G entries/s); targets: chunked/exp >= 0.5, chunked/keops >= 1.5",
-        [
-            "dtype",
-            "n",
-            "chunked",
-            "torch.exp",
-            "chunked/exp",
-            "chunked/exp(in-cache)",
-            "keops",
-            "chunked/keops",
-        ],
+        "RBF matvec throughput (G entries/s); targets: chunked/exp >= 0.5 (float32), "
+        ">= 0.65 (float64), chunked/keops >= 1.5 (keops: uniform inputs)",
+        ["dtype", "inputs", "n", "chunked", "torch.exp", "chunked/exp",
+         "chunked/exp(in-cache)", "keops", "chunked/keops"],
         table,
+    )  # fmt: skip
+    print_table(
+        f"Where the time goes (ns per entry; gauss, l=0.3; {DEFAULT_TILE[0]}x{DEFAULT_TILE[1]} "
+        "tiles; each stage = loop up to it minus loop before it, interleaved)",
+        ["dtype", *STAGES, "sum", "exp bound", "exp bound/sum", "load"],
+        stages,
     )
     print(
         "torch.exp = exp over 2^24 entries into a preallocated output (streaming); "
         "exp(in-cache) = exp_ on a 256x1024 buffer, an upper bound no kernel matvec reaches "
-        "(it also needs a distance GEMM and the product with v per entry)."
+        "(it also needs a distance GEMM and the product with v per entry). overhead = the "
+        "tile loop's Python slicing alone; clamp = the exponent floor (kernels/_exp.py) that "
+        "keeps exp off its slow path for exponents below log(tiny); on a loaded machine the "
+        "per-tile operations' thread synchronisation shows up in every stage."
     )
 
 

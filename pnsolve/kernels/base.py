@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -285,12 +286,22 @@ class StationaryKernel(Kernel):
         """One GEMM into ``s``, exact-zero self distances, then :meth:`profile_` in place."""
         torch.mm(a[0], b[0].mT, out=s)
         if self.tile_factor > 0:  # sqrt-based profiles need s ≥ 0 exactly
-            s.clamp_min_(0.0)
+            top = self.tile_max(s.dtype)
+            s.clamp_(0.0, top) if top < math.inf else s.clamp_min_(0.0)
         # (for exp-based profiles, s = −r²/2 may exceed 0 by rounding, |s| ≲ eps·‖z‖²,
         # the same relative error r² itself carries; skipping the clamp saves a pass)
         if diag is not None:
             s.diagonal(diag).zero_()
         self.profile_(s, work[0] if self.tile_needs_work else None)
+
+    def tile_max(self, dtype: torch.dtype) -> float:
+        """Upper clamp of a tile of ``s = tile_factor · r² ≥ 0`` (default ``inf``: none).
+
+        Folded into the clamp at zero of positive ``tile_factor`` (one pass): a profile
+        whose ``exp`` argument falls with ``s`` caps ``s`` where that argument reaches
+        :func:`~pnsolve.kernels._exp.exp_floor` (see :class:`~pnsolve.kernels.Matern`).
+        """
+        return math.inf
 
     def tile_scale(self, like: torch.Tensor) -> torch.Tensor:
         """The output scale (see :meth:`outputscale_like`)."""

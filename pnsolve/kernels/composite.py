@@ -10,6 +10,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from ._exp import clamped_exp_
 from .kernel import Kernel, TileOperands
 from .spectral_algebra import product_base, product_projection, sum_base, sum_projection
 
@@ -330,7 +331,7 @@ class Product(_Composite):
             torch.mm(a[-1], b[-1].mT, out=s)
             if diag is not None:
                 s.diagonal(diag).zero_()
-            s.exp_()
+            clamped_exp_(s)  # one exp, its exponent floored (kernels/_exp.py)
         elif rest:
             head, *rest = rest
             self.parts[head].fill_tile_(s, a[head], b[head], diag, work)

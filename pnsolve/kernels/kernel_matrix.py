@@ -55,7 +55,7 @@ class KernelMatrix(LinearOperator):
         ``"chunked"`` (also a distributed rank's chunked block): cap in bytes on the tile
         buffers (default 256 MiB).
     tile
-        ``"chunked"`` only: requested tile ``(rows, cols)`` (default ``(512, 1024)`` on a
+        ``"chunked"`` only: requested tile ``(rows, cols)`` (default ``(512, 512)`` on a
         CPU, ``(4096, 8192)`` on a CUDA device), shrunk to respect ``max_memory``.
     local_backend
         ``"distributed"`` only: the backend of each rank's row block (``"auto"``: the

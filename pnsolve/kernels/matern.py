@@ -10,6 +10,7 @@ import torch
 
 from .._core import random as rnd
 from ._distance import safe_sqrt
+from ._exp import exp_floor
 from .base import StationaryKernel
 
 __all__ = ["Matern"]
@@ -65,6 +66,17 @@ class Matern(StationaryKernel):
         # ν = 1/2 has dκ/dr² = −exp(−r)/(2r), unbounded at r = 0
         self.has_profile_slope = self.nu != 0.5
 
+    def tile_max(self, dtype: torch.dtype) -> float:
+        """``floor²`` (:func:`~pnsolve.kernels._exp.exp_floor`): tiles hold ``t² = 2ν r²``.
+
+        Capping ``t = √(2ν) r`` at ``T = −floor`` keeps ``exp(−t) ≥ finfo.tiny`` on its
+        fast path. The profile falls with ``t``, so a capped entry changes from
+        ``κ(t) ∈ [0, κ(T))`` to ``κ(T) = p(T) e^{−T}`` (``p`` the polynomial factor):
+        less than ``2.7e3 · tiny`` in float32 (``T ≈ 87.3``), and no entry is subnormal
+        (float64 is not floored: ``floor = −inf``, no cap; kernels/_exp.py).
+        """
+        return exp_floor(dtype) ** 2
+
     def profile(self, r2: torch.Tensor) -> torch.Tensor:
         """Differentiable Matérn profile ``κ(r²)`` (see :meth:`StationaryKernel.profile`)."""
         r = safe_sqrt(r2)
@@ -84,7 +96,7 @@ class Matern(StationaryKernel):
         """
         if not self.has_profile_slope:
             return super().profile_slope_(r2)
-        t = r2.mul_(2.0 * self.nu).sqrt_()
+        t = r2.mul_(2.0 * self.nu).sqrt_().clamp_max_(-exp_floor(r2.dtype))  # see tile_max
         e = torch.exp(-t)
         if self.nu == 1.5:
             return t.add_(1.0).mul_(e), e.mul_(-1.5)
@@ -92,7 +104,10 @@ class Matern(StationaryKernel):
         return t.addcmul_(t, t, value=1.0 / 3.0).add_(1.0).mul_(e), slope
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
-        """In-place Matérn profile on a tile (see :meth:`StationaryKernel.profile_`)."""
+        """In-place Matérn profile on a tile (see :meth:`StationaryKernel.profile_`).
+
+        ``s = t²`` arrives capped by :meth:`tile_max` (``exp(−t)`` stays normal).
+        """
         t = s.sqrt_()  # t = √(2ν)·r, in place
         if self.nu == 0.5:
             return t.neg_().exp_()

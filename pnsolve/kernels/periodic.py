@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from ._exp import clamped_exp_
 from .kernel import TileOperands
 from .leaf import KnownSpectrum, LeafKernel, positive_property
 
@@ -127,11 +128,16 @@ class Periodic(LeafKernel):
         diag: int | None,
         work: Sequence[torch.Tensor],
     ) -> None:
-        """One GEMM of the features, exact self pairs, one ``exp``."""
+        """One GEMM of the features, exact self pairs, one ``exp`` (exponent floored).
+
+        The exponent ``Σ_j (cos Δu_j − 1) / ℓ_j²`` is clamped at
+        :func:`~pnsolve.kernels._exp.exp_floor` (short lengthscales reach below it):
+        entries change by less than ``1.02 · finfo.tiny`` and none is subnormal.
+        """
         torch.mm(a[0], b[0].mT, out=s)
         if diag is not None:
             s.diagonal(diag).zero_()
-        s.exp_()
+        clamped_exp_(s)
 
     def keops_formula(
         self, LazyTensor: Any, A: torch.Tensor, B: torch.Tensor, self_offset: int | None

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .._core import random as rnd
+from ._exp import clamped_exp_
 from .base import StationaryKernel
 from .positive import inv_softplus, one_device, positive_value, softplus
 
@@ -89,10 +90,15 @@ class RationalQuadratic(StationaryKernel):
         return torch.exp(-a * torch.log1p(r2 / (2 * a)))
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
-        """In place ``s ← (1 + s/(2α))^(−α)`` on a tile holding ``r²``."""
+        """In place ``s ← (1 + s/(2α))^(−α)`` on a tile holding ``r²``.
+
+        The exponent ``−α log1p(s/(2α))`` is clamped at
+        :func:`~pnsolve.kernels._exp.exp_floor` (large ``α`` with short lengthscales
+        reach below it): entries change by less than ``1.02 · finfo.tiny``.
+        """
         with torch.no_grad():
             a = self._alpha_like(s)
-            return s.div_(2 * a).log1p_().mul_(-a).exp_()
+            return clamped_exp_(s.div_(2 * a).log1p_().mul_(-a))
 
     def keops_profile(self, d2: Any, like: torch.Tensor | None = None) -> Any:
         """The profile as a pykeops formula; ``α`` enters as a parameter, not a constant.

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from .._core import random as rnd
+from ._exp import clamped_exp_
 from .base import StationaryKernel
 
 __all__ = ["RBF"]
@@ -45,12 +46,21 @@ class RBF(StationaryKernel):
     has_profile_slope = True
 
     def profile_slope_(self, r2: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """``(exp(−r²/2), −1/2)``: the slope is ``−κ/2`` (``r2`` becomes ``κ``)."""
-        return r2.mul_(-0.5).exp_(), -0.5
+        """``(exp(−r²/2), −1/2)``: the slope is ``−κ/2`` (``r2`` becomes ``κ``).
+
+        The exponent is clamped at :func:`~pnsolve.kernels._exp.exp_floor` (entries change
+        by less than ``1.02 · finfo.tiny``; none is subnormal).
+        """
+        return clamped_exp_(r2.mul_(-0.5)), -0.5
 
     def profile_(self, s: torch.Tensor, work: torch.Tensor | None) -> torch.Tensor:
-        """In place ``s ← exp(s)`` on a tile holding ``−r²/2``."""
-        return s.exp_()  # s = −r²/2
+        """In place ``s ← exp(max(s, floor))`` on a tile holding ``−r²/2``.
+
+        The floor (:func:`~pnsolve.kernels._exp.exp_floor`, ``log(finfo.tiny) + 1/64``)
+        keeps ``exp`` on its fast path: entries change by less than ``1.02 · finfo.tiny``
+        and none is subnormal.
+        """
+        return clamped_exp_(s)  # s = −r²/2
 
     def keops_profile(self, d2: Any, like: torch.Tensor | None = None) -> Any:
         """The RBF profile as a pykeops formula (``like`` unused: no other parameters)."""

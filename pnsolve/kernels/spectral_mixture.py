@@ -10,6 +10,7 @@ import torch
 
 from .._core import random as rnd
 from ._distance import scaled_sqdist
+from ._exp import clamped_exp_
 from .kernel import TileOperands
 from .leaf import LeafKernel, positive_property
 from .spectrum import empirical_spectral_mixture
@@ -232,7 +233,7 @@ class SpectralMixture(LeafKernel):
             torch.mm(aug_a, aug_b.mT, out=target)
             if diag is not None:
                 target.diagonal(diag).zero_()
-            target.exp_()
+            clamped_exp_(target)  # Gaussian factor, exponent floored (kernels/_exp.py)
             for j in range(trig_a.shape[1]):
                 torch.mm(trig_a[:, j], trig_b[:, j].mT, out=cos_tile)
                 if diag is not None:

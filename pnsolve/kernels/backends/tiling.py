@@ -8,8 +8,9 @@ kernels fills its parts into scratch tiles and combines them there: one pass ove
 tiles for the whole expression. For a stationary kernel the tile is one GEMM of
 *augmented* inputs ``A = [−2c z1, c‖z1‖², c]`` and ``B = [z2, 1, ‖z2‖²]`` (``A Bᵀ = c ·
 r²``), clamped at zero when ``c > 0`` (square-root profiles) and turned into kernel
-values by its ``profile_``. Per entry: the GEMM write, one ``exp`` and the read in
-``addmm_``; ``exp`` dominates.
+values by its ``profile_``. Per entry: the GEMM write, a clamp of the exponent at
+:func:`~pnsolve.kernels._exp.exp_floor` (``exp`` of smaller arguments, subnormal results,
+is 20–50× slower), one ``exp`` and the read in ``addmm_``; ``exp`` dominates.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ __all__ = [
 
 #: Default cap on the tile workspace in bytes (256 MiB; actual use is far smaller by default).
 DEFAULT_MAX_MEMORY = 256 * 2**20
-#: Default tile ``(rows, cols)``: 512 × 1024 reached 0.8–0.9 G entries/s (f64) and
-#: 1.6–2.0 G entries/s (f32) on the 2-core reference machine for 1–16 right-hand sides,
-#: against 128–2048 row/column tiles (benchmarks/bench_kernel_matrix.py).
-DEFAULT_TILE = (512, 1024)
+#: Default tile ``(rows, cols)`` on a CPU: 512 × 512 entries, 1 MiB in float32 and 2 MiB
+#: in float64, the L2 cache of the 2-core reference machine (1 MiB per core). Single
+#: threaded, an RBF matvec (n = 4096) reached 0.69 of the ``exp`` bound in float32
+#: against 0.58 with 512 × 1024 (2 MiB: the distance GEMM's writes leave L2 and cost
+#: twice as much), and 0.68 against 0.69 (noise) in float64 (benchmarks/bench_kernel_matrix.py).
+DEFAULT_TILE = (512, 512)
 #: Default tile on a CUDA device: each tile costs a handful of kernel launches (GEMM,
 #: ``exp``, ``addmm``), so the CPU's cache-sized tiles leave a GPU launch-bound (an H200
 #: ran 512 × 1024 tiles at 0.02 of its ``exp`` bound, benchmarks/bench_gpu.py); 4096 × 8192
