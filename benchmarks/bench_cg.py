@@ -13,9 +13,15 @@ over rounds is taken, so drift on a shared machine hits them alike.
 
 Reported: time per iteration ÷ bare matvec (target ≤ 1.05 for ``pn.cg``), ``pn.cg``
 time ÷ each peer's, and each solver's final true relative residual ``‖b − Kx‖/‖b‖``
-(computed afterwards, outside the timing).
+(computed afterwards, outside the timing). A fifth contender, ``as_linop(K)``, is
+the conversion and NaN/Inf + symmetry check that ``pn.cg(K_tensor, b)`` runs before
+its first iteration, reported in matvec equivalents (target ≤ 2).
 
-Usage: ``python benchmarks/bench_cg.py [--quick]``.
+``--products`` instead times ``Dense``'s product rule (``dense_matmat``) against
+torch's ``A @ X`` for k = 1, 2, 4, 16 columns, n = 2 000 … 20 000, float32/float64
+(the table in ``Dense``'s docstring). Every table ends with the load average.
+
+Usage: ``python benchmarks/bench_cg.py [--quick] [--products]``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import interleaved_medians, print_table, ratio
+from _common import interleaved_medians, load_average, print_table, ratio
 
 import pnsolve as pn
 
@@ -78,11 +84,25 @@ def run_size(n: int, iters: int, repeats: int) -> list[list[object]]:
         for _ in range(iters):
             K @ b
 
+    def run_check() -> None:
+        for _ in range(CHECKS):
+            pn.linops.as_linop(K, name="A")
+
     # Round-robin over the solvers, so drift on a shared machine hits them alike.
-    fns = {"matvec": run_matvecs, "pn.cg": run_pn, "linear_cg": run_gpytorch, "scipy.cg": run_scipy}
+    fns = {
+        "matvec": run_matvecs,
+        "check": run_check,
+        "pn.cg": run_pn,
+        "linear_cg": run_gpytorch,
+        "scipy.cg": run_scipy,
+    }
     times = interleaved_medians(fns, repeats)
     t_mv = times.pop("matvec") / iters
-    rows = [[n, "matvec K @ b", "-", f"{t_mv * 1e3:.2f}", 1.0, "-", "-"]]
+    t_check = times.pop("check") / CHECKS
+    rows = [
+        [n, "matvec K @ b", "-", f"{t_mv * 1e3:.2f}", 1.0, "-", "-"],
+        [n, "as_linop(K) check", "-", f"{t_check * 1e3:.2f}", ratio(t_check, t_mv), "-", "-"],
+    ]
     for name, t in times.items():
         per_iter = t / iters
         rows.append(
@@ -99,10 +119,57 @@ def run_size(n: int, iters: int, repeats: int) -> list[list[object]]:
     return rows
 
 
+CHECKS = 5  # conversions + checks per timed round
+
+
+def product_rows(n: int, dtype: torch.dtype, repeats: int) -> list[list[object]]:
+    """``dense_matmat`` time ÷ torch's ``A @ X`` for k = 1, 2, 4, 16 (one matrix)."""
+    from pnsolve.linops.dense import dense_matmat
+
+    g = torch.Generator().manual_seed(n)
+    A = torch.randn(n, n, generator=g, dtype=dtype)
+    reps = max(2, int(4e8 / (n * n * A.element_size())))
+    rows: list[list[object]] = []
+    for k in (1, 2, 4, 16):
+        X = torch.randn(n, k, generator=g, dtype=dtype)
+        times = interleaved_medians(
+            {
+                "torch": lambda X=X: [A @ X for _ in range(reps)],
+                "dense_matmat": lambda X=X: [dense_matmat(A, X) for _ in range(reps)],
+            },
+            repeats,
+        )
+        t_torch, t_fast = times["torch"] / reps, times["dense_matmat"] / reps
+        rows.append(
+            [
+                str(dtype).removeprefix("torch."),
+                n,
+                k,
+                f"{t_torch * 1e3:.2f}",
+                f"{t_fast * 1e3:.2f}",
+                ratio(t_fast, t_torch),
+            ]
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    parser.add_argument("--products", action="store_true", help="Dense's product rule only")
     args = parser.parse_args(argv)
+    if args.products:
+        sizes = [1000, 2000] if args.quick else [2000, 5000, 10000, 20000]
+        prows: list[list[object]] = []
+        for dtype in (torch.float32, torch.float64):
+            for n in sizes:
+                prows += product_rows(n, dtype, 3 if args.quick else 7)
+        print_table(
+            f"Dense products: dense_matmat vs torch A @ X ({load_average()})",
+            ["dtype", "n", "k", "torch ms", "dense_matmat ms", "÷ torch"],
+            prows,
+        )
+        return 0
     if args.quick:
         plan = [(1000, 50, 3), (2000, 50, 3)]
     else:
@@ -111,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     for n, iters, repeats in plan:
         rows += run_size(n, iters, repeats)
     print_table(
-        "CG per iteration, dense stored kernel matrix, float64, 1 RHS, equal iterations",
+        "CG per iteration, dense stored kernel matrix, float64, 1 RHS, equal iterations "
+        f"({load_average()})",
         ["n", "solver", "iters", "ms/iter", "÷ matvec", "pn.cg ÷ this", "final relres"],
         rows,
     )

@@ -45,7 +45,9 @@ def as_linop(
         Products follow the dtype (and, for torch inputs, the device) of ``obj``.
         NumPy and SciPy inputs give CPU operators; integer and boolean arrays become
         float64. Stored matrices (dense or sparse, torch, NumPy or SciPy) are checked
-        for NaN/Inf and, unless ``is_symmetric`` is given, for symmetry.
+        for NaN/Inf and, unless ``is_symmetric`` is given, for symmetry (dense tensors
+        and arrays by :func:`~pnsolve.linops.symmetry.check_finite_symmetric`: exact
+        below 1 024 rows, a two-product probe above).
 
     Raises
     ------
