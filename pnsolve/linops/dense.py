@@ -18,7 +18,7 @@ __all__ = ["FAST_COLUMNS", "FAST_MIN_ELEMENTS", "Dense", "dense_matmat"]
 FAST_MIN_ELEMENTS = 2_000 * 2_000
 #: Numbers of right-hand columns ``k`` that take it, per dtype (each column is one
 #: ``torch.mv`` per half): where it measured faster than torch's ``A @ X``.
-FAST_COLUMNS: dict[torch.dtype, range] = {torch.float64: range(1, 3), torch.float32: range(2, 5)}
+FAST_COLUMNS: dict[torch.dtype, range] = {torch.float64: range(1, 3), torch.float32: range(1, 5)}
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -62,7 +62,7 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     """``matrix @ X`` for a stored ``matrix`` of shape ``(m, n)`` and ``X`` of shape ``(n, k)``.
 
     Large contiguous CPU matrices without autograd, with ``k`` in
-    :data:`FAST_COLUMNS` (float64: 1–2, float32: 2–4) and at least two torch
+    :data:`FAST_COLUMNS` (float64: 1–2, float32: 1–4) and at least two torch
     threads, are split into two row
     halves, multiplied by ``torch.mv`` column by column, one half on a worker thread:
     torch's MKL ``gemv`` uses one core at these sizes, and its ``gemm`` with a few
@@ -88,7 +88,7 @@ class Dense(LinearOperator):
 
     Products ``A @ X`` (``X`` of shape ``(n, k)``) go through :func:`dense_matmat`:
     the rule is *CPU, contiguous, no autograd, ``m · n ≥ 4·10⁶``, and ``k ≤ 2``
-    in float64 or ``2 ≤ k ≤ 4`` in float32: two row halves on two threads, one
+    in float64 or ``k ≤ 4`` in float32: two row halves on two threads, one
     ``torch.mv`` per column*; otherwise torch's own ``A @ X``. Measured 2026-11-28
     with ``benchmarks/bench_cg.py --products`` (2-core CPU shared with other jobs,
     load average 3.4–4.4, interleaved medians of 7; time ÷ torch's ``A @ X``; torch's
@@ -109,6 +109,13 @@ class Dense(LinearOperator):
 
     The run split every k ≤ 4 in both dtypes; the rule keeps the cells below 1.
     k = 16 was never split (both columns are torch's product: the noise level).
+    Float32 with one column, above 1 under that load, measured 0.80–0.86 idle
+    (2026-11-29, load average 0.4; float64 0.70–0.82 there), so it is split too.
+
+    Where the caller's other work runs torch's multi-threaded kernels between products
+    (the PLS's Gram–Schmidt products), their spinning OpenMP workers share the second
+    core and the split gains little: PLS iterations at n = 5 000 took 11.4–12.0 ms split
+    against 11.9–12.5 unsplit, and 8.5 ms with torch on one thread.
 
     Parameters
     ----------
