@@ -68,8 +68,9 @@ def _probe(matrix: torch.Tensor, name: str) -> bool | None:
     from .dense import dense_matmat  # dense imports this module
 
     n = matrix.shape[0]
-    gen = torch.Generator().manual_seed(_PROBE_SEED)
-    UV = torch.randn(n, 2, generator=gen, dtype=torch.float64)
+    # drawn on the host, the same vectors for every device; the product runs on A's
+    gen = torch.Generator(device="cpu").manual_seed(_PROBE_SEED)
+    UV = torch.randn(n, 2, generator=gen, dtype=torch.float64, device=gen.device)
     Y = dense_matmat(matrix, UV.to(device=matrix.device, dtype=matrix.dtype))
     Y = Y.to(device="cpu", dtype=torch.float64)
     skew = UV[:, 0] @ Y[:, 1] - UV[:, 1] @ Y[:, 0]
