@@ -22,7 +22,7 @@ __all__ = ["full_precision_from_now", "stalled", "watch_condition"]
 
 
 def watch_condition(run: CGRun, cols: ActiveColumns, beta: torch.Tensor) -> bool:
-    """Record ``β``; where an estimate is due and ``κ · eps`` is too large, warn; return it."""
+    """Record ``β``; where an estimate is due and ``κ(A)`` exceeds the limit, warn; return that."""
     monitor = run.monitor
     assert monitor is not None
     monitor.record_beta(cols.idx, beta)
