@@ -81,13 +81,16 @@ def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+def interleaved_medians(
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: bool = True
+) -> dict[str, float]:
     """Median wall time (s) of each ``fns[name]()``, run round-robin after a warm-up round.
 
     Interleaving makes drift on a shared machine hit every contender alike.
+    ``warmup=False`` skips the warm-up round (for long runs warmed up otherwise).
     """
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for rnd in range(repeats + 1):  # round 0 is warm-up
+    for rnd in range(0 if warmup else 1, repeats + 1):  # round 0 is warm-up
         for name, fn in fns.items():
             gc.collect()
             t0 = time.perf_counter()

@@ -24,12 +24,8 @@ Usage: ``python benchmarks/bench_mixed_precision.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -37,7 +33,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import load_average, print_table, ratio
+from _common import interleaved_medians, load_average, print_table, ratio
 
 import pnsolve as pn
 
@@ -70,18 +66,6 @@ def condition_estimate(A: pn.linops.LinearOperator, b: torch.Tensor, steps: int 
     return float(ritz[-1] / ritz[0])
 
 
-def alternating_medians(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall time (s) of each ``fns[name]()`` over ``repeats`` alternating rounds."""
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            gc.collect()
-            t0 = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(v) for name, v in samples.items()}
-
-
 def run_case(label: str, A: pn.linops.LinearOperator, repeats: int) -> list[object]:
     n = A.shape[0]
     b = torch.randn(n, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -101,7 +85,7 @@ def run_case(label: str, A: pn.linops.LinearOperator, repeats: int) -> list[obje
             warnings.simplefilter("ignore", RuntimeWarning)
             pn.cg(A, b, maxiter=10, precision="mixed")
             pn.cg(A, b, maxiter=10)
-        times = alternating_medians({"full": full, "mixed": mixed}, repeats)
+        times = interleaved_medians({"full": full, "mixed": mixed}, repeats, warmup=False)
 
         def relres(x: torch.Tensor) -> str:
             return f"{float(torch.linalg.vector_norm(b - A @ x) / b.norm()):.2e}"

@@ -6,6 +6,8 @@ import math
 
 import torch
 
+from .._core.validation import check_finite
+
 __all__ = ["PROBE_MIN_ROWS", "PROBE_SAFETY", "SYMMETRY_ROWS", "check_finite_symmetric"]
 
 #: Tile side of the exact check (the temporary is one tile).
@@ -76,7 +78,7 @@ def _probe(matrix: torch.Tensor, name: str) -> bool | None:
     skew = UV[:, 0] @ Y[:, 1] - UV[:, 1] @ Y[:, 0]
     values = torch.stack([skew, torch.linalg.vector_norm(Y)]).tolist()
     if not all(math.isfinite(v) for v in values):
-        _raise_non_finite(matrix, name)
+        check_finite(matrix, name)
         return None  # finite entries, overflowing product
     tol = PROBE_SAFETY * torch.finfo(matrix.dtype).eps * math.sqrt(n) * values[1] / math.sqrt(2)
     return True if abs(values[0]) <= tol else None
@@ -103,19 +105,11 @@ def _exact(matrix: torch.Tensor, name: str) -> bool:
             worst = torch.maximum(worst, _max_abs(block - block.mT))
     values = torch.stack([scale, worst]).tolist()  # the one host round trip
     if not all(math.isfinite(v) for v in values):
-        _raise_non_finite(matrix, name)
+        check_finite(matrix, name)
     if n != m:
         return False
     tol = 100 * torch.finfo(matrix.dtype).eps * max(values[0], torch.finfo(matrix.dtype).tiny)
     return values[1] <= tol
-
-
-def _raise_non_finite(matrix: torch.Tensor, name: str) -> None:
-    """Raise naming NaN (first) or Inf if ``matrix`` holds one; return if it is finite."""
-    if bool(torch.isnan(matrix).any()):
-        raise ValueError(f"{name} contains NaN values")
-    if bool(torch.isinf(matrix).any()):
-        raise ValueError(f"{name} contains Inf values")
 
 
 def _max_abs(x: torch.Tensor) -> torch.Tensor:
