@@ -37,10 +37,12 @@ _LOW_DTYPE = {
 TF32_EPS = 2.0**-10
 
 
-def check_precision(precision: object, name: str = "precision") -> str:
-    """Return ``precision`` if it is one of :data:`PRECISIONS`, else raise ``ValueError``."""
-    if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise ValueError(f"{name} must be one of {PRECISIONS}, got {precision!r}")
+def check_precision(
+    precision: object, name: str = "precision", allowed: tuple[str, ...] = PRECISIONS
+) -> str:
+    """Return ``precision`` if it is one of ``allowed``, else raise ``ValueError``."""
+    if not isinstance(precision, str) or precision not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {precision!r}")
     return precision
 
 

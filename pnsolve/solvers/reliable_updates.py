@@ -7,6 +7,7 @@ import dataclasses
 import torch
 
 from ..krylov.breakdown import RELIABLE_UPDATE_FACTOR
+from ..krylov.mixed_precision import product_eps, reliable_update_factor
 from ..linops.base import LinearOperator
 from .state import SolverState
 
@@ -17,12 +18,23 @@ class ResidualRefresh:
     """Reliable updates of a mixed-precision solve: the true residual, now and then.
 
     The recursive residual ``r ← r − AC g`` carries the float32 error of the images;
-    once ``‖r‖`` has dropped by :data:`RELIABLE_UPDATE_FACTOR` since the last
+    once ``‖r‖`` has dropped by the factor :func:`~pnsolve.krylov.cg` uses for the same
+    products (:data:`RELIABLE_UPDATE_FACTOR`, or ``√eps`` for bfloat16) since the last
     replacement, it is replaced by ``b − A x`` with ``A`` in float64 (one product).
+
+    Parameters
+    ----------
+    A
+        The full-precision operator, shape ``(n, n)``.
+    b
+        The right-hand side, shape ``(n,)``.
+    products
+        The operator of the solver's products (its roundoff sets the factor).
     """
 
-    def __init__(self, A: LinearOperator, b: torch.Tensor) -> None:
+    def __init__(self, A: LinearOperator, b: torch.Tensor, products: LinearOperator) -> None:
         self.A, self.b = A, b
+        self.factor = reliable_update_factor(product_eps(products), RELIABLE_UPDATE_FACTOR)
         self.rmax = float(torch.linalg.vector_norm(b))
 
     def __call__(self, state: SolverState) -> SolverState:
@@ -31,7 +43,7 @@ class ResidualRefresh:
             return state
         rn = state.residual_norm_value
         rn = float(state.residual_norm) if rn is None else rn
-        if rn > RELIABLE_UPDATE_FACTOR * self.rmax:
+        if rn > self.factor * self.rmax:
             self.rmax = max(self.rmax, rn)
             return state
         belief = state.belief

@@ -166,6 +166,13 @@ SOLVER_CASES: dict[str, Case] = {
         ValueError,
         "precision must be one of",
     ),
+    "pls-precision-bf16": Case(
+        "PLS",
+        '`precision="mixed-bf16"` (too coarse for its rounding bands)',
+        lambda: _pls(precision="mixed-bf16"),
+        ValueError,
+        "precision must be one of",
+    ),
     "pls-prior": Case(
         "PLS", "a negative prior variance", lambda: _pls(prior=-1.0), ValueError, "prior must be"
     ),
