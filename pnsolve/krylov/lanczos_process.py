@@ -108,7 +108,7 @@ def _lanczos(A, q: torch.Tensor, k: int, full: bool) -> LanczosResult:
     for j in range(k):
         Qt[j] = q
         w = A.matmat(q.unsqueeze(-1)).squeeze(-1)
-        alpha[j] = torch.dot(q, w)
+        alpha[j] = (q * w).sum()  # not torch.dot: MKL threads it and its OpenMP workers then spin
         w.sub_(q, alpha=float(alpha[j]))
         if j > 0:
             w.sub_(Qt[j - 1], alpha=float(beta[j - 1]))

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import atexit
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import torch
 
+from .._core.row_halves import in_two_halves, may_split
 from .._core.validation import check_tensor
 from .base import LinearOperator
 from .symmetry import check_finite_symmetric
@@ -20,27 +17,6 @@ FAST_MIN_ELEMENTS = 2_000 * 2_000
 #: ``torch.mv`` per half): where it measured faster than torch's ``A @ X``.
 FAST_COLUMNS: dict[torch.dtype, range] = {torch.float64: range(1, 3), torch.float32: range(1, 5)}
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The one worker thread that computes the upper row half (created on first use)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pnsolve-dense")
-            atexit.register(_POOL.shutdown, wait=False)
-        return _POOL
-
-
-def _plain(t: torch.Tensor) -> bool:
-    """A tensor whose product may leave the calling thread: no autograd, no functorch."""
-    if t.requires_grad:
-        return False
-    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-    return wrapped is None or not wrapped(t)
-
 
 def _takes_fast_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
     m, n = matrix.shape
@@ -52,9 +28,7 @@ def _takes_fast_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
         and m * n >= FAST_MIN_ELEMENTS
         and m >= 2
         and matrix.is_contiguous()
-        and torch.get_num_threads() >= 2
-        and _plain(matrix)
-        and _plain(X)
+        and may_split(matrix, X)
     )
 
 
@@ -73,14 +47,9 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     """
     if not _takes_fast_path(matrix, X):
         return matrix @ X
-    half = matrix.shape[0] // 2
     cols = [X[:, j].contiguous() for j in range(X.shape[1])]
-    top, bottom = matrix[:half], matrix[half:]
-    future = _pool().submit(lambda: [torch.mv(top, x) for x in cols])
-    low = [torch.mv(bottom, x) for x in cols]
-    high = future.result()
-    out = torch.stack([torch.cat(pair) for pair in zip(high, low, strict=True)], dim=1)
-    return out
+    high, low = in_two_halves(lambda rows: [torch.mv(matrix[rows], x) for x in cols], len(matrix))
+    return torch.stack([torch.cat(pair) for pair in zip(high, low, strict=True)], dim=1)
 
 
 class Dense(LinearOperator):
@@ -112,10 +81,13 @@ class Dense(LinearOperator):
     Float32 with one column, above 1 under that load, measured 0.80–0.86 idle
     (2026-11-29, load average 0.4; float64 0.70–0.82 there), so it is split too.
 
-    Where the caller's other work runs torch's multi-threaded kernels between products
-    (the PLS's Gram–Schmidt products), their spinning OpenMP workers share the second
-    core and the split gains little: PLS iterations at n = 5 000 took 11.4–12.0 ms split
-    against 11.9–12.5 unsplit, and 8.5 ms with torch on one thread.
+    The split needs the second core free. After an OpenMP parallel region (torch's
+    element-wise kernels above about 32 768 entries, MKL's threaded BLAS ``dot``),
+    libgomp's workers spin for about 5 ms before they sleep (measured: 5.5 ms of CPU
+    time in a 20 ms pause after one ``torch.dot`` of 5 000 entries), and a product
+    started meanwhile runs at one-thread speed. The solvers' per-iteration work avoids
+    such regions: the CG policy's conjugation used a BLAS ``dot`` until 2026-11-29,
+    and PLS iterations at ``n = 5 000`` took 14.3 ms with it and 10.1 ms without.
 
     Parameters
     ----------

@@ -64,7 +64,10 @@ class CG(Policy):
             # CG's search direction: z conjugated against the newest direction only. Same
             # span as z (the belief is unchanged in exact arithmetic), but the solver's
             # full conjugation then meets no heavy cancellation, so no second pass.
-            z = z - V[:, -1] * (AV[:, -1] @ z)
+            # (A product and a sum, not a BLAS dot: on the CPU, MKL's threaded dot leaves
+            # an OpenMP worker spinning on the second core for milliseconds, which
+            # halved the speed of the two-thread dense product that follows.)
+            z = z - V[:, -1] * (AV[:, -1] * z).sum()
         return z, None
 
     def __repr__(self) -> str:

@@ -13,13 +13,40 @@ import torch
 
 from .._core.columns import ColumnBuffer
 from .._core.errors import NotPositiveDefiniteError
+from .._core.row_halves import in_two_halves, may_split
 
-__all__ = ["KAHAN_PARLETT_RATIO", "GramSchmidt"]
+__all__ = ["KAHAN_PARLETT_RATIO", "SPLIT_MIN_ELEMENTS", "GramSchmidt"]
 
 #: A normalised direction that keeps less than this fraction of its squared norm when
 #: orthogonalised once more is numerically dependent on the observed ones (Parlett,
 #: *The Symmetric Eigenvalue Problem*, §6-9: "twice is enough").
 KAHAN_PARLETT_RATIO = 0.5
+
+#: Size ``n · i`` of the observed directions from which a pass reads them in two row
+#: halves on two threads (:mod:`~pnsolve._core.row_halves`). Measured idle on the 2-core
+#: CPU (2026-11-29, ``n = 5 000``, one action, float64): the three reads of a pass took
+#: 0.33 ms split against 0.49 ms at ``i = 150`` (below this size: the thread hand-off
+#: costs more than it saves) and 0.84 against 1.26 ms at ``i = 290``.
+SPLIT_MIN_ELEMENTS = 1_000_000
+
+
+def _coefficients(V: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """``Vᵀ Y`` (``V`` of shape ``(n, i)``, ``Y`` of shape ``(n, m)``), shape ``(i, m)``."""
+    if V.numel() >= SPLIT_MIN_ELEMENTS and may_split(V, Y):
+        top, bottom = in_two_halves(lambda rows: V[rows].mT @ Y[rows], V.shape[0])
+        return top + bottom
+    return V.mT @ Y
+
+
+def _subtract(pairs: list[tuple[torch.Tensor, torch.Tensor]], coef: torch.Tensor):
+    """``[X − F coef for X, F in pairs]`` (``F`` of shape ``(n, i)``, ``X`` ``(n, m)``)."""
+    F0 = pairs[0][1]
+    if F0.numel() >= SPLIT_MIN_ELEMENTS and may_split(coef, *(t for pair in pairs for t in pair)):
+        top, bottom = in_two_halves(
+            lambda rows: [X[rows] - F[rows] @ coef for X, F in pairs], F0.shape[0]
+        )
+        return [torch.cat(halves) for halves in zip(top, bottom, strict=True)]
+    return [X - F @ coef for X, F in pairs]
 
 
 class GramSchmidt:
@@ -118,7 +145,7 @@ class GramSchmidt:
         the others, so no count is read on the host.
         """
         V, AV = self.V.view(), self.AV.view()
-        coef = V.mT @ Y
+        coef = _coefficients(V, Y)
         rows = (coef.abs() > self.eps * scale).any(dim=1)
         weight = self.weight
         if masked:  # the device path: the same terms, without reading k on the host
@@ -131,13 +158,12 @@ class GramSchmidt:
         if 4 * k < coef.shape[0]:
             idx = rows.nonzero().squeeze(1)
             coef, V, AV, weight = coef[idx], V[:, idx], AV[:, idx], weight[idx]
-            T = None if self.shares else self.T.view()[:, idx]
-            W = None if self.shares else self.W.view()[:, idx]
-        else:
-            T = None if self.shares else self.T.view()
-            W = None if self.shares else self.W.view()
         inc = torch.linalg.vector_norm(coef * weight[:, None], dim=0)
-        C, AC = C - V @ coef, AC - AV @ coef
         if self.shares:
+            C, AC = _subtract([(C, V), (AC, AV)], coef)
             return C, AC, C, AC, inc
-        return C, AC, Tn - T @ coef, Wn - W @ coef, inc
+        T, W = self.T.view(), self.W.view()
+        if 4 * k < T.shape[1]:
+            T, W = T[:, idx], W[:, idx]
+        C, AC, Tn, Wn = _subtract([(C, V), (AC, AV), (Tn, T), (Wn, W)], coef)
+        return C, AC, Tn, Wn, inc
