@@ -25,8 +25,8 @@ KAHAN_PARLETT_RATIO = 0.5
 #: Size ``n · i`` of the observed directions from which a pass reads them in two row
 #: halves on two threads (:mod:`~pnsolve._core.row_halves`). Measured idle on the 2-core
 #: CPU (2026-11-29, ``n = 5 000``, one action, float64): the three reads of a pass took
-#: 0.33 ms split against 0.49 ms at ``i = 150`` (below this size: the thread hand-off
-#: costs more than it saves) and 0.84 against 1.26 ms at ``i = 290``.
+#: 0.49 ms split against 0.33 ms unsplit at ``i = 150`` (below this size the thread
+#: hand-off costs more than it saves) and 0.84 against 1.26 ms at ``i = 290``.
 SPLIT_MIN_ELEMENTS = 1_000_000
 
 
