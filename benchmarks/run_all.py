@@ -3,7 +3,7 @@
 Usage: ``python benchmarks/run_all.py [--studies | --all] [--fresh] [--quick] [...]``.
 
 - no flag (``make bench``): the ratio benchmarks, quick side-by-side speed and accuracy
-  ratios, about 50 minutes on the 2-core CPU machine (estimated from the durations below);
+  ratios: 46.5 minutes on the 2-core CPU machine (measured 2026-11-29; per script below);
 - ``--studies`` (``make bench-studies``): the long, table-producing studies, about
   7 hours. Each saves its finished units in ``outputs/bench-studies/<script>.jsonl``
   (``_common.ResultStore``), so an interrupted run continues where it stopped;
@@ -21,22 +21,23 @@ import sys
 import time
 from pathlib import Path
 
-#: Side-by-side ratios, ``make bench`` (durations on the 2-core CPU machine).
+#: Side-by-side ratios, ``make bench`` (minutes on the 2-core CPU machine, measured in one
+#: run on 2026-11-29: 46.5 in all).
 RATIOS = [
-    "bench_cg.py",  # about 3 minutes (estimated)
-    "bench_kernel_matrix.py",  # about 3 minutes (estimated; --quick: 1)
-    "bench_kernel_algebra.py",  # fused k1 + k2, chunked and keops: about 10 minutes (--quick: 2)
-    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: about 1.5 minutes
-    "bench_pls.py",  # about 5 minutes (estimated)
-    # precision="mixed" against float64 CG, dense n = 10⁴ and chunked n = 2·10⁴: about 8 minutes
+    "bench_cg.py",  # 2.0
+    "bench_kernel_matrix.py",  # 1.0
+    "bench_kernel_algebra.py",  # fused k1 + k2, chunked and keops: 9.5 (--quick: 2)
+    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: 1.9
+    "bench_pls.py",  # 2.4
+    # precision="mixed" against float64 CG, dense n = 10⁴ and chunked n = 2·10⁴: 9.3
     "bench_mixed_precision.py",
-    "bench_ulisse.py",  # under a minute (estimated)
-    "bench_itergp.py",  # with the n = 10⁵ chunked and KeOps runs: about 6 minutes (estimated)
-    "bench_love.py",  # about 6 minutes (estimated)
-    "bench_ski_love.py",  # Pleiss et al. (2018), SKI + LOVE: about 8 minutes (--quick: 1)
-    # Evans & Nair (2020): flat cost per step, Fig. 1: about 5 minutes (estimated; --quick: 1)
+    "bench_ulisse.py",  # 0.1
+    "bench_itergp.py",  # with the n = 10⁵ chunked and KeOps runs: 7.0
+    "bench_love.py",  # 3.9
+    "bench_ski_love.py",  # Pleiss et al. (2018), SKI + LOVE: 7.4 (--quick: 1)
+    # Evans & Nair (2020): flat cost per step, Fig. 1: 0.5 (--quick: 1)
     "bench_qsgp_cost.py",
-    "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: about 1.5 minutes
+    "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: 1.4
 ]
 
 #: Long studies, ``make bench-studies``: resumable (``--fresh`` starts over).
