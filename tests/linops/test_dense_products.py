@@ -114,6 +114,42 @@ def test_one_thread_keeps_torchs_path(big64):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("k", [1, 2])
+def test_numpy_path_equals_torch_within_its_bounds(dtype, k, monkeypatch):
+    n = int(dense_mod.NUMPY_MIN_ELEMENTS**0.5) + 1
+    g = torch.Generator().manual_seed(k)
+    A = torch.randn(n, n, generator=g, dtype=F64).to(dtype)
+    X = torch.randn(n, k, generator=g, dtype=F64).to(dtype)
+    two = torch.get_num_threads() >= 2
+    assert dense_mod._takes_numpy_path(A, X) == two
+    out = dense_matmat(A, X)
+    assert out.shape == (n, k) and out.dtype == dtype and out.device == A.device
+    assert _rel(out, A @ X) <= exact_tol(dtype, n)
+    # outside the bounds: below the minimum, above the byte limit, autograd, one thread
+    assert not dense_mod._takes_numpy_path(A[: n // 2], X)
+    monkeypatch.setattr(dense_mod, "NUMPY_MAX_BYTES", A.numel() * A.element_size() - 1)
+    assert not dense_mod._takes_numpy_path(A, X)
+    monkeypatch.undo()
+    assert not dense_mod._takes_numpy_path(A, X.clone().requires_grad_(True))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert not dense_mod._takes_numpy_path(A, X)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_numpy_path_result_is_independent_of_its_inputs():
+    n = int(dense_mod.NUMPY_MIN_ELEMENTS**0.5) + 1
+    A = torch.ones(n, n, dtype=F64)
+    x = torch.ones(n, 1, dtype=F64)
+    out = dense_matmat(A, x)
+    A.zero_()
+    x.zero_()
+    assert float(out.min()) == n  # a fresh tensor, not a view of either input
+
+
 # ------------------------------------------------------------------------ probe
 def _sym(n: int, seed: int, dtype=F64) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
