@@ -76,7 +76,7 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     to rounding (``exact_tol``); returns shape ``(m, k)``.
     """
     if _takes_numpy_path(matrix, X):
-        return torch.from_numpy(matrix.numpy() @ X.numpy())
+        return torch.from_numpy(matrix.numpy() @ X.numpy()).to(device=matrix.device)
     if not _takes_fast_path(matrix, X):
         return matrix @ X
     cols = [X[:, j].contiguous() for j in range(X.shape[1])]
