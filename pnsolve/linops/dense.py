@@ -46,13 +46,14 @@ def _eligible(matrix: torch.Tensor, X: torch.Tensor) -> bool:
     )
 
 
-def _takes_numpy_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
+def _numpy_size(matrix: torch.Tensor) -> bool:
+    """From :data:`NUMPY_MIN_ELEMENTS` entries up to :data:`NUMPY_MAX_BYTES`."""
     size = matrix.numel()
-    return (
-        NUMPY_MIN_ELEMENTS <= size
-        and size * matrix.element_size() <= NUMPY_MAX_BYTES
-        and _eligible(matrix, X)
-    )
+    return NUMPY_MIN_ELEMENTS <= size and size * matrix.element_size() <= NUMPY_MAX_BYTES
+
+
+def _takes_numpy_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
+    return _numpy_size(matrix) and _eligible(matrix, X)
 
 
 def _takes_fast_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
@@ -76,13 +77,15 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     precision, small matrices, many columns) is ``matrix @ X``. The two paths agree
     to rounding (``exact_tol``); returns shape ``(m, k)``.
     """
-    if _takes_numpy_path(matrix, X):
+    if not _eligible(matrix, X):  # decided once per product
+        return matrix @ X
+    if _numpy_size(matrix):
         # one matrix-vector product per column: OpenBLAS's gemm with 2-4 columns ran
         # 1.2-2.3x slower than that many gemv (n = 1 000-4 000, 2026-11-29)
         An, Xn = matrix.numpy(), X.numpy()
         cols = [An @ np.ascontiguousarray(Xn[:, j]) for j in range(Xn.shape[1])]
         return torch.from_numpy(np.stack(cols, axis=1)).to(device=matrix.device)
-    if not _takes_fast_path(matrix, X):
+    if matrix.numel() < FAST_MIN_ELEMENTS:
         return matrix @ X
     cols = [X[:, j].contiguous() for j in range(X.shape[1])]
     high, low = in_two_halves(lambda rows: [torch.mv(matrix[rows], x) for x in cols], len(matrix))
