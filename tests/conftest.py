@@ -15,6 +15,8 @@ settings.load_profile("pnsolve")
 # ----------------------------------------------------------------------------------
 # Dense SPD matrices for the Krylov and preconditioner tests, from pnsolve.problems.
 
+import contextlib  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -113,6 +115,23 @@ def kernel():
     return make_kernel
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int):
+    """Torch's intra-op thread count set to ``n`` for a block, restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def torch_threads():
+    """``with torch_threads(n): ...`` runs a block with ``n`` torch threads."""
+    return _torch_threads
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread for the test, restored afterwards.
@@ -121,10 +140,8 @@ def one_thread():
     "one_thread")``): intra-op threading only adds synchronisation there, up to 10×
     slower on a busy 2-core machine.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with _torch_threads(1):
+        yield
 
 
 # ----------------------------------------------------------------------------------

@@ -105,18 +105,14 @@ def test_autograd_functorch_and_layouts_keep_torchs_path(big64):
     assert _rel(out, vs @ big64.mT) <= exact_tol(F64, N_FAST)
 
 
-def test_one_thread_keeps_torchs_path(big64):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+def test_one_thread_keeps_torchs_path(big64, torch_threads):
+    with torch_threads(1):
         assert not dense_mod._takes_fast_path(big64, torch.ones(N_FAST, 1, dtype=F64))
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("k", [1, 2])
-def test_numpy_path_equals_torch_within_its_bounds(dtype, k, monkeypatch):
+def test_numpy_path_equals_torch_within_its_bounds(dtype, k, monkeypatch, torch_threads):
     n = int(dense_mod.NUMPY_MIN_ELEMENTS**0.5) + 1
     g = torch.Generator().manual_seed(k)
     A = torch.randn(n, n, generator=g, dtype=F64).to(dtype)
@@ -132,12 +128,8 @@ def test_numpy_path_equals_torch_within_its_bounds(dtype, k, monkeypatch):
     assert not dense_mod._takes_numpy_path(A, X)
     monkeypatch.undo()
     assert not dense_mod._takes_numpy_path(A, X.clone().requires_grad_(True))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         assert not dense_mod._takes_numpy_path(A, X)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def test_numpy_path_result_is_independent_of_its_inputs():

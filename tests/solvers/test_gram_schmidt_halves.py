@@ -23,12 +23,10 @@ F64 = torch.float64
 
 
 @pytest.fixture
-def two_threads():
+def two_threads(torch_threads):
     """At least two torch threads (the split needs them), restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(threads, 2))
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(max(torch.get_num_threads(), 2)):
+        yield
 
 
 @pytest.fixture
@@ -50,16 +48,12 @@ def test_in_two_halves_covers_every_row_once():
     assert top == [0, 1, 2, 3] and bottom == [4, 5, 6, 7, 8]
 
 
-def test_may_split_refuses_autograd_and_one_thread(two_threads):
+def test_may_split_refuses_autograd_and_one_thread(two_threads, torch_threads):
     x = torch.ones(3, dtype=F64)
     assert row_halves.may_split(x, x)
     assert not row_halves.may_split(x, x.clone().requires_grad_())
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         assert not row_halves.may_split(x)
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("m", [1, 2])

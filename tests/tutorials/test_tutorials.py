@@ -7,25 +7,22 @@ import runpy
 from pathlib import Path
 
 import pytest
-import torch
 
 TUTORIALS = sorted((Path(__file__).resolve().parents[2] / "tutorials").glob("*.py"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
-def test_tutorial_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tutorial_runs(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torch_threads
+) -> None:
     monkeypatch.setenv("PNSOLVE_SMOKE", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)
     # one torch thread per test worker: `make test` runs two workers on two cores, and
     # oversubscribed threads make tutorials with many small operations 10x slower
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         runpy.run_path(str(path), run_name="__main__")
-    finally:
-        torch.set_num_threads(threads)
     assert any((tmp_path / "outputs" / "tutorials").glob("*.png")), "tutorial wrote no figure"
 
 
