@@ -2,10 +2,11 @@
 
 Large observed factors are read in two row halves on two threads
 (:mod:`pnsolve._core.row_halves`); the results must equal the one-thread products to
-rounding and leave the belief's conjugacy intact. The CG policy and the Lanczos process
-must not call a BLAS dot product: MKL threads it, and its OpenMP worker then spins for
-milliseconds on the core the next two-thread product needs (measured: PLS iterations at
-``n = 5 000`` took 14.3 ms with the dot and 10.1 without it).
+rounding and leave the belief's conjugacy intact. ``pn.cg``, the PLS (CG, Lanczos and
+random policies) and the Lanczos process must not call a BLAS dot product: MKL threads
+it, and its OpenMP worker then spins for milliseconds on the core the next two-thread
+product needs (measured: PLS iterations at ``n = 5 000`` took 14.3 ms with the dot and
+10.1 without it).
 """
 
 from __future__ import annotations
@@ -122,13 +123,17 @@ class _NoVectorDot(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_cg_policy_and_lanczos_call_no_vector_dot():
+def test_solvers_call_no_vector_dot():
     g = torch.Generator().manual_seed(0)
     n = 60
     B = torch.randn(n, n, generator=g, dtype=F64)
     A = B @ B.mT + n * torch.eye(n, dtype=F64)
     b = torch.randn(n, generator=g, dtype=F64)
+    policies = [pn.policies.CG(), pn.policies.Lanczos(start="random"), pn.policies.Random()]
     with _NoVectorDot() as mode:
-        pn.ProbabilisticLinearSolver(pn.policies.CG(), pn.stopping.MaxIterations(20)).solve(A, b)
+        pn.cg(A, b)
+        for policy in policies:
+            solver = pn.ProbabilisticLinearSolver(policy, pn.stopping.MaxIterations(20))
+            solver.solve(A, b, generator=torch.Generator().manual_seed(1))
         pn.krylov.lanczos(A, b, 20)
     assert mode.dots == []
