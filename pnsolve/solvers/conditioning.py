@@ -33,8 +33,6 @@ Under a general prior the same passes run in the ``Σ₀`` inner product on the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 
@@ -50,72 +48,13 @@ from .curvature import (
     not_positive_definite,
 )
 from .gram_schmidt import KAHAN_PARLETT_RATIO, GramSchmidt
+from .single_action import SingleAction
+from .update import REDO_GAIN, Block, NonFiniteObservation, Update, image_tolerance
 
 __all__ = ["KAHAN_PARLETT_RATIO", "Conditioner", "NonFiniteObservation", "Update"]
 
 
-#: A recursive image is recomputed only when a fresh product bounds its error this many
-#: times more tightly (on an ill-conditioned system in low precision a fresh product is
-#: no better than the recursion, and the product would be wasted).
-REDO_GAIN = 16.0
-
-
-def image_tolerance(eps: float) -> float:
-    """Largest relative error bound of a stored image ``A v`` kept without recomputing it.
-
-    ``√eps``: ``1.5e-8`` in float64, ``3.5e-4`` in float32. Recursive images
-    ``z − AV coef`` lose accuracy only through cancellation (about ``eps / ρ`` for an
-    image that keeps a fraction ``ρ`` of the terms it is formed from); genuine Krylov,
-    unit-vector and random directions keep ``ρ ≫ √eps``, so the extra product that resets
-    the bound is spent only on degenerate actions (stalled residuals, repeated or
-    near-dependent custom actions).
-    """
-    return math.sqrt(eps)
-
-
-class NonFiniteObservation(ValueError):
-    """The action or its image holds NaN/Inf (seen through the curvature ``zᵀ Σ₀ z``)."""
-
-
-@dataclass(frozen=True)
-class Update:
-    """Result of one conditioning step."""
-
-    dx: torch.Tensor  # (n,) mean increment
-    dr: torch.Tensor  # (n,) residual decrement
-    rank_added: int  # 0: breakdown (every new direction dependent); dx = dr = 0 then
-    products: int  # extra products with A (0 under the inverse prior unless images are redone)
-    matvecs: int  # columns multiplied in those extra products
-    #: ``‖r − dr‖`` read on the host with the update's flags (device path), else ``None``
-    residual_norm: float | None = None
-
-
-class _Block(NamedTuple):
-    """New directions in the making, with what the update needs of them.
-
-    ``C`` (``n × m``), its image ``AC``, the right factor ``T`` and the normalised
-    images ``W`` (``T is C``, ``W is AC`` under the inverse prior), and ``err``, the
-    estimated error of ``AC`` in units of ``eps ‖A‖``, shape ``(m,)``.
-    """
-
-    C: torch.Tensor
-    AC: torch.Tensor
-    T: torch.Tensor
-    W: torch.Tensor
-    err: torch.Tensor
-
-    def combined(self, B: torch.Tensor) -> _Block:
-        """The directions ``C B`` (and so on); errors combined in quadrature."""
-        err = torch.linalg.vector_norm(B * self.err[:, None], dim=0)
-        return _Block(self.C @ B, self.AC @ B, self.T @ B, self.W @ B, err)
-
-    def columns(self, keep: torch.Tensor) -> _Block:
-        """The columns where ``keep`` (a bool mask) is true."""
-        C, AC, T, W = (M[:, keep] for M in (self.C, self.AC, self.T, self.W))
-        return _Block(C, AC, T, W, self.err[keep])
-
-
-class Conditioner(GramSchmidt):
+class Conditioner(GramSchmidt, SingleAction):
     """Owns the growing factors of one solve (private to a single run).
 
     Besides the factors it keeps, per observed direction, a first-order bound on the
@@ -191,8 +130,13 @@ class Conditioner(GramSchmidt):
         SZ, ASZ, extra = self.prior.covariance_of_images(self.A, S, Z)
         # Curvature of the action before any cancellation: sᵀAs (inverse prior) or zᵀΣ₀z.
         prior_curv = torch.linalg.vecdot(Z, SZ, dim=0).abs()
-        if self.device_path and S.shape[1] == 1:
-            update = self._condition_one(S, Z, SZ, ASZ, prior_curv, r, extra, allow_products)
+        if S.shape[1] == 1:  # one action: a leaner path; None where this one must decide
+            if self.device_path:
+                update = self._condition_one(S, Z, SZ, ASZ, prior_curv, r, extra, allow_products)
+            elif self.shares and SZ is S and ASZ is Z:
+                update = self._condition_one_on_host(S, Z, prior_curv, r)
+            else:
+                update = None
             if update is not None:
                 return update
         if not bool(torch.isfinite(prior_curv).all()):
@@ -222,59 +166,7 @@ class Conditioner(GramSchmidt):
             matvecs=matvecs,
         )
 
-    def _condition_one(self, S, Z, SZ, ASZ, prior_curv, r, extra, allow_products):
-        """The update for one action with a single host read, or ``None`` (rare cases).
-
-        The same steps as the host path, computed without branching on device values: the
-        Gram–Schmidt passes subtract every term above rounding level (masked, not
-        gathered), and the flags "non-finite", "negative curvature", "dependent",
-        "untrusted image" are read together with the new residual norm. Nothing is stored
-        before that read; when a flag other than "non-finite" is set, ``None`` hands the
-        action to the host path, which handles breakdowns, negative curvature and image
-        recomputation as usual.
-        """
-        s_norm = torch.linalg.vector_norm(S, dim=0)
-        ratio = torch.linalg.vector_norm(Z, dim=0) / torch.where(s_norm > 0, s_norm, 1.0)
-        norm_A = torch.maximum(self.norm_A, ratio.max())
-        block = self._conjugated(S, Z, SZ, ASZ, prior_curv, masked=True)
-        G = torch.linalg.vecdot(block.W, block.C, dim=0)  # (1,)
-        scale = torch.maximum(
-            torch.linalg.vector_norm(block.W, dim=0) * torch.linalg.vector_norm(block.C, dim=0),
-            prior_curv,
-        )
-        d = torch.where(scale > 0, scale, torch.ones_like(scale)).rsqrt()
-        lam = G * d * d
-        band = 10.0 * self.sqrt_n * self.eps
-        negative = (lam < -band) if self.shares else torch.zeros_like(lam, dtype=torch.bool)
-        B = (d * lam.clamp_min(band).rsqrt()).reshape(1, 1)
-        new = block.combined(B)
-        fresh = torch.linalg.vector_norm(new.C, dim=0)
-        tol = image_tolerance(self.eps) * torch.linalg.vector_norm(new.AC, dim=0)
-        untrusted = (self.eps * norm_A * new.err > tol) & (new.err > REDO_GAIN * fresh)
-        g = new.T.mT @ r
-        dx, dr = new.C @ g, new.AC @ g
-        rn = torch.linalg.vector_norm(r - dr)
-        flags = torch.stack(
-            [
-                torch.isfinite(prior_curv).all(),
-                negative.any(),
-                (lam <= band).any(),
-                untrusted.any() & (self.shares or not allow_products),
-            ]
-        )
-        # the one host read of the update: four flags and the new residual norm
-        finite, negative_, dependent, redo, rn_value = torch.cat(
-            [flags.to(rn.dtype), rn.reshape(1)]
-        ).tolist()
-        if not finite:
-            raise NonFiniteObservation("non-finite action or image")
-        if negative_ or dependent or redo:
-            return None
-        self.norm_A = norm_A
-        self._store(new)
-        return Update(dx, dr, 1, extra, extra * S.shape[1], residual_norm=rn_value)
-
-    def _store(self, new: _Block) -> None:
+    def _store(self, new: Block) -> None:
         """Append the new directions, their images and image-error estimates."""
         self.V.append(new.C)
         self.AV.append(new.AC)
@@ -283,7 +175,7 @@ class Conditioner(GramSchmidt):
             self.W.append(new.W)
         self.weight = torch.cat([self.weight, new.err])
 
-    def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> _Block:
+    def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> Block:
         """The block ``Σ_i Z`` (``C``), its image ``AC``, the right factor and the images.
 
         Gram–Schmidt against the observed directions (CGS2, the second pass where needed);
@@ -300,10 +192,10 @@ class Conditioner(GramSchmidt):
                 err = torch.hypot(err, inc)
         elif self.shares:
             Tn, Wn = C, AC
-        return _Block(C, AC, Tn, Wn, err)
+        return Block(C, AC, Tn, Wn, err)
 
     def _basis(
-        self, block: _Block, prior_curv, iteration: int, allow_products: bool = True
+        self, block: Block, prior_curv, iteration: int, allow_products: bool = True
     ) -> tuple[torch.Tensor | None, int]:
         """``B`` with ``(C B)ᵀ A (C B) = I`` over the non-dependent directions, or ``None``.
 
@@ -363,8 +255,8 @@ class Conditioner(GramSchmidt):
             raise not_positive_definite(lam, d, iteration, fresh=True)
 
     def _trusted(
-        self, new: _Block, allow_products: bool, iteration: int
-    ) -> tuple[_Block | None, int]:
+        self, new: Block, allow_products: bool, iteration: int
+    ) -> tuple[Block | None, int]:
         """The new directions with images that can be trusted; the columns multiplied.
 
         The second value is the number of columns whose images were recomputed by one
@@ -382,14 +274,14 @@ class Conditioner(GramSchmidt):
         redone = new.C.shape[1] if redo else 0
         if redo:
             AVn = self.A @ new.C
-            new = _Block(new.C, AVn, new.T, AVn, fresh)
+            new = Block(new.C, AVn, new.T, AVn, fresh)
         elif not allow_products and bool(untrusted.any()):
             if bool(untrusted.all()):
                 return None, 0
             new = new.columns(~untrusted)
         if redo or new.C.shape[1] > 1:
             refined = self._refine(new.C, new.AC, new.T, new.W, new.err, iteration)
-            return (None if refined is None else _Block(*refined)), redone
+            return (None if refined is None else Block(*refined)), redone
         return new, redone
 
     def _breakdown(self, r: torch.Tensor, products: int, matvecs: int) -> Update:

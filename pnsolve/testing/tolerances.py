@@ -50,7 +50,7 @@ def conjugacy_tol(dtype: torch.dtype, cond: float = 1.0, n: int = 1) -> float:
     """Tolerance on ``‖Vᵀ A V − I‖_max`` for a solver's ``A``-orthonormal directions.
 
     The solver keeps a recursive image ``A v`` while its estimated relative error stays
-    below ``√eps`` (:func:`pnsolve.solvers.conditioning.image_tolerance`), and a fresh
+    below ``√eps`` (:func:`pnsolve.solvers.update.image_tolerance`), and a fresh
     product of a unit-``A``-norm direction of size ``n`` carries about ``eps · κ · √n``
     (``‖A‖ ‖v‖ / ‖A v‖ ≤ κ``, rounding accumulated over ``n`` terms); the factor 10
     covers their accumulation over a block. ``1.5e-7`` in float64 at moderate ``κ``.

@@ -26,17 +26,19 @@ from pnsolve.testing.strategies import spd_problems
 F64, F32 = torch.float64, torch.float32
 
 
-@pytest.fixture(autouse=True, scope="module", params=["host path", "device path"])
+@pytest.fixture(autouse=True, scope="module", params=["host path", "device path", "general path"])
 def conditioning_path(request):
-    """Every invariant on both update paths: the CPU's (host decisions) and the one taken
-    off the CPU (one host read per single action), forced here on CPU."""
+    """Every invariant on each update path: the CPU's (single actions decided with host
+    scalars), the one taken off the CPU (one host read per single action), forced here
+    on CPU, and the general path alone (every single action through the block update)."""
     from pnsolve.solvers.conditioning import Conditioner
 
-    original = Conditioner.__dict__["_device_path"]
-    if request.param == "device path":
-        Conditioner._device_path = staticmethod(lambda A: True)
-    yield request.param
-    Conditioner._device_path = original
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "device path":
+            mp.setattr(Conditioner, "_device_path", staticmethod(lambda A: True))
+        if request.param == "general path":
+            mp.setattr(Conditioner, "_condition_one_on_host", lambda self, *args: None)
+        yield request.param
 
 
 def _near_previous(tau: float):
