@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..._core.row_halves import max_parts
 from ..kernel import Kernel
 from .tiling import DEFAULT_MAX_MEMORY, tile_shape, tiled_matmat
 
@@ -57,13 +58,16 @@ class ChunkedBackend:
         n2 = X1.shape[0] if X2 is None else X2.shape[0]
         nbuf = 1 + kernel.tile_buffers
         size = max(X1.shape[0], n2)
+        #: Row parts of a forward product, one thread each (the intra-op thread count at
+        #: construction on the CPU; each part has its own buffers, within ``max_memory``).
+        self.parts = min(torch.get_num_threads(), max_parts()) if X1.device.type == "cpu" else 1
         self.tile = tile_shape(
             size,
             size,
             X1.element_size(),
             tile=tile,
             max_memory=max_memory,
-            num_buffers=nbuf,
+            num_buffers=nbuf * self.parts,
             device=X1.device,
         )
         #: Filled by each product: ``buffer_elements`` (largest tile buffer) and ``tiles``.
@@ -87,7 +91,10 @@ class ChunkedBackend:
         tensors = [X1, V, *params] + ([] if X2 is None else [X2])
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return _TiledKernelMatmul.apply(self, offset, X1, X2, V, *params)
-        return tiled_matmat(self.kernel, X1, X2, V, self.tile, stats=self.stats, self_offset=offset)
+        return tiled_matmat(
+            self.kernel, X1, X2, V, self.tile, stats=self.stats, self_offset=offset,
+            parts=self.parts,
+        )  # fmt: skip
 
     def vjp(
         self, V: torch.Tensor, G: torch.Tensor, *, need_X1: bool, need_X2: bool
@@ -127,8 +134,9 @@ class _TiledKernelMatmul(torch.autograd.Function):
         ctx.backend, ctx.offset = backend, offset
         ctx.save_for_backward(X1, X2, V)
         return tiled_matmat(
-            backend.kernel, X1, X2, V, backend.tile, stats=backend.stats, self_offset=offset
-        )
+            backend.kernel, X1, X2, V, backend.tile, stats=backend.stats, self_offset=offset,
+            parts=backend.parts,
+        )  # fmt: skip
 
     @staticmethod
     def backward(ctx: Any, G: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
@@ -145,7 +153,7 @@ class _TiledKernelMatmul(torch.autograd.Function):
             with torch.no_grad():
                 grad_V = tiled_matmat(
                     kernel, X1 if X2 is None else X2, None if X2 is None else X1, G,
-                    backend.tile, self_offset=back,
+                    backend.tile, self_offset=back, parts=backend.parts,
                 )  # fmt: skip
         grad_X1 = torch.zeros_like(X1) if need[2] else None
         grad_X2 = torch.zeros_like(X2) if (X2 is not None and need[3]) else None

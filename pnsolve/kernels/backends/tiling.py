@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..._core.row_halves import in_row_parts, may_split
 from ..kernel import Kernel, rows_of
 
 __all__ = [
@@ -97,6 +98,7 @@ def tiled_matmat(
     *,
     stats: dict[str, int] | None = None,
     self_offset: int | None = None,
+    parts: int | None = None,
 ) -> torch.Tensor:
     """``K(X1, X2) @ V`` by tiles, without autograd.
 
@@ -113,12 +115,20 @@ def tiled_matmat(
     tile
         ``(rows, cols)`` of the reused buffer(s).
     stats
-        Optional dict; receives ``"buffer_elements"`` (largest buffer allocated) and
-        ``"tiles"`` (tiles computed), for tests and benchmarks.
+        Optional dict; receives ``"buffer_elements"`` (largest buffer allocated),
+        ``"tiles"`` (tiles computed) and ``"parts"`` (row parts of the last product),
+        for tests and benchmarks.
     self_offset
         With ``X2`` given: row ``i`` of ``X1`` is the same point as row ``i + self_offset``
         of ``X2`` (a row block of a symmetric matrix; negative for a column block), and
         those distances are set to exact zeros. ``X2 = None`` means offset 0.
+    parts
+        On the CPU, the rows of tiles are split into this many parts, one thread each,
+        every part running its operations one-threaded
+        (:func:`~pnsolve._core.row_halves.in_row_parts`; each part holds its own tile
+        buffers). Default: torch's intra-op thread count. The result does not depend on
+        it: every row sums its tiles in the same order. One part (no split) off the CPU,
+        under functorch transforms or with one thread.
 
     Returns
     -------
@@ -131,26 +141,81 @@ def tiled_matmat(
     tr, tc = tile
     out = torch.zeros(n1, V.shape[1], dtype=V.dtype, device=V.device)
     size = min(tr, n1) * min(tc, n2)
-    buf = torch.empty(size, dtype=X1.dtype, device=X1.device)
-    works = [torch.empty_like(buf) for _ in range(kernel.tile_buffers)]
-    count = 0
-    for r0 in range(0, n1, tr):
-        r1 = min(n1, r0 + tr)
-        a = rows_of(A, r0, r1)
-        acc = out[r0:r1]
-        for c0 in range(0, n2, tc):
-            c1 = min(n2, c0 + tc)
-            m = (r1 - r0) * (c1 - c0)
-            s = buf[:m].view(r1 - r0, c1 - c0)
-            work = [w[:m].view(r1 - r0, c1 - c0) for w in works]
-            diag = _self_diagonal(offset, r0, r1, c0, c1)
-            kernel.fill_tile_(s, a, rows_of(B, c0, c1), diag, work)
-            acc.addmm_(s, V[c0:c1])
-            count += 1
+
+    def rows(span: slice) -> int:
+        return _row_tiles(kernel, A, B, V, out, span, (tr, tc), (size, X1.dtype), offset)
+
+    parts = _parts(kernel, A, B, V, torch.get_num_threads() if parts is None else parts)
+    if parts > 1 and n1 > tr:
+        counts = in_row_parts(rows, n1, parts, align=tr)
+    else:
+        counts = [rows(slice(0, n1))]
     if stats is not None:
         stats["buffer_elements"] = max(stats.get("buffer_elements", 0), size)
-        stats["tiles"] = stats.get("tiles", 0) + count
+        stats["tiles"] = stats.get("tiles", 0) + sum(counts)
+        stats["parts"] = len(counts)
     return out.mul_(kernel.tile_scale(X1))
+
+
+def _parts(kernel: Kernel, A: Any, B: Any, V: torch.Tensor, parts: int) -> int:
+    """``parts``, or 1 where the tiles may not leave the calling thread."""
+    if parts < 2:
+        return 1
+    tensors = [*_leaves(A), *_leaves(B), V.detach()]
+    if not may_split(*tensors) or any(_wrapped(p) for p in kernel.parameters()):
+        return 1
+    return parts
+
+
+def _leaves(ops: Any) -> list[torch.Tensor]:
+    """The tensors in nested tile operands."""
+    if isinstance(ops, tuple):
+        return [t for o in ops for t in _leaves(o)]
+    return [ops] if isinstance(ops, torch.Tensor) else []
+
+
+def _wrapped(t: torch.Tensor) -> bool:
+    """A functorch-wrapped tensor (its transforms are thread-local)."""
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and bool(wrapped(t))
+
+
+def _row_tiles(
+    kernel: Kernel,
+    A: Any,
+    B: Any,
+    V: torch.Tensor,
+    out: torch.Tensor,
+    span: slice,
+    tile: tuple[int, int],
+    buffer: tuple[int, torch.dtype],
+    offset: int | None,
+) -> int:
+    """Accumulate the tiles of rows ``span`` into ``out[span]``; the number of tiles.
+
+    Runs under ``no_grad`` in whichever thread calls it (grad mode is per thread), with
+    its own buffers (``buffer``: their size and dtype), so parts of one product can run
+    side by side.
+    """
+    (tr, tc), n2, (size, dtype) = tile, V.shape[0], buffer
+    count = 0
+    with torch.no_grad():
+        buf = torch.empty(size, dtype=dtype, device=out.device)
+        works = [torch.empty_like(buf) for _ in range(kernel.tile_buffers)]
+        for r0 in range(span.start, span.stop, tr):
+            r1 = min(span.stop, r0 + tr)
+            a = rows_of(A, r0, r1)
+            acc = out[r0:r1]
+            for c0 in range(0, n2, tc):
+                c1 = min(n2, c0 + tc)
+                m = (r1 - r0) * (c1 - c0)
+                s = buf[:m].view(r1 - r0, c1 - c0)
+                work = [w[:m].view(r1 - r0, c1 - c0) for w in works]
+                diag = _self_diagonal(offset, r0, r1, c0, c1)
+                kernel.fill_tile_(s, a, rows_of(B, c0, c1), diag, work)
+                acc.addmm_(s, V[c0:c1])
+                count += 1
+    return count
 
 
 #: Rows per in-place pass of :func:`dense_block` (keeps the scratch buffer small).
