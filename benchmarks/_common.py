@@ -81,13 +81,13 @@ def timeit(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(
+def interleaved_samples(
     fns: dict[str, Callable[[], Any]], repeats: int, warmup: bool = True
-) -> dict[str, float]:
-    """Median wall time (s) of each ``fns[name]()``, run round-robin after a warm-up round.
+) -> dict[str, list[float]]:
+    """Wall times (s) of each ``fns[name]()`` per round, run round-robin after a warm-up.
 
-    Interleaving makes drift on a shared machine hit every contender alike.
-    ``warmup=False`` skips the warm-up round (for long runs warmed up otherwise).
+    Round ``i`` of every contender ran back to back, so per-round ratios cancel the
+    drift of a shared machine between rounds. ``warmup=False`` skips the warm-up round.
     """
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for rnd in range(0 if warmup else 1, repeats + 1):  # round 0 is warm-up
@@ -97,6 +97,18 @@ def interleaved_medians(
             fn()
             if rnd:
                 samples[name].append(time.perf_counter() - t0)
+    return samples
+
+
+def interleaved_medians(
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: bool = True
+) -> dict[str, float]:
+    """Median wall time (s) of each ``fns[name]()``, run round-robin after a warm-up round.
+
+    Interleaving makes drift on a shared machine hit every contender alike.
+    ``warmup=False`` skips the warm-up round (for long runs warmed up otherwise).
+    """
+    samples = interleaved_samples(fns, repeats, warmup)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 

@@ -3,14 +3,18 @@
 Prints, for an RBF kernel with d = 3:
 
 * chunked matvec throughput (kernel entries/s) ÷ ``torch.exp`` throughput (targets: ≥ 0.5
-  in float32, ≥ 0.65 in float64), on uniform inputs in [0, 1]³ with lengthscale 0.3
-  (exponents ≥ −17) and on Gaussian inputs with lengthscale 0.3 (exponents down to about
-  −500: below float32's ``log(tiny) ≈ −87.3``, where torch's ``exp`` leaves its fast path;
-  the tile code clamps the exponent there, kernels/_exp.py);
+  in float32, ≥ 0.65 in float64; the median of per-round ratios, exp timed right before
+  each matvec in the same round, with the range over rounds), on uniform inputs in
+  [0, 1]³ with lengthscale 0.3 (exponents ≥ −17) and on Gaussian inputs with
+  lengthscale 0.3 (exponents down to about −500: below float32's ``log(tiny) ≈
+  −87.3``, where torch's ``exp`` leaves its fast path; the tile code clamps the exponent
+  there, kernels/_exp.py);
 * where the time goes: the same tile loop stopped after each stage (distance GEMM, the
-  exponent clamp, ``exp``, the ``tile @ V`` GEMM), timed interleaved in one process; each
-  stage's cost is the difference of neighbouring loops, the Python/tile overhead is the
-  loop with no arithmetic;
+  exponent clamp, ``exp``, the ``tile @ V`` GEMM), one-threaded like each part of the
+  chunked product (its tile rows run in parts on one-threaded worker threads,
+  ``_core/row_halves.py``), timed interleaved in one process; each stage's cost is the
+  difference of neighbouring loops, the Python/tile overhead is the loop with no
+  arithmetic;
 * chunked ÷ raw pykeops ``LazyTensor`` throughput for the same kernel (target ≥ 1.5 on CPU),
 * peak memory of a full chunked matvec at n = 10⁵ (fresh process),
 * at n = 10⁶: time and memory of a 2048-row slice ``K(X[:2048], X) @ v``, extrapolated to a
@@ -22,10 +26,14 @@ costs the chunked matvec more than the single streaming ``exp`` (each tile's ope
 synchronise both threads, several times per tile): compare ratios at low load.
 
 Where the time goes (2-core AMD EPYC, L2 1 MiB per core, 512 × 512 tiles, one thread,
-ns per entry): float32 distance GEMM 0.22, clamp 0.05, ``exp`` 0.85, ``tile @ V`` 0.07,
-Python/tile overhead < 0.01; float64 0.42, 0.10, 2.5, 0.13. ``exp`` is 60–70 % of a
-matvec; the distance GEMM (d = 3: five columns, a pure write of the tile) is the rest.
-Without the clamp, float32 exponents below −87.3 cost 20–50× an ordinary ``exp``.
+ns per entry, 2026-11-29): float32 distance GEMM 0.27, clamp 0.05, ``exp`` 0.90,
+``tile @ V`` 0.12, Python/tile overhead 0.01; float64 0.49, (no clamp), 1.79, 0.12.
+``exp`` is 65–75 % of a matvec; the distance GEMM (d = 3: five columns, a pure write of
+the tile) is most of the rest. Two one-threaded parts would then give 1.47 (float32) and
+0.84 (float64) G entries/s; the same run measured 0.92–0.95 and 0.81–0.82: float64 is
+at its stage sum, float32 loses about a third to the parts' Python per tile (one
+interpreter lock for both threads). Without the clamp, float32 exponents below −87.3
+cost 20–50× an ordinary ``exp``.
 
 Usage: ``python benchmarks/bench_kernel_matrix.py [--quick]``."""
 
@@ -36,6 +44,7 @@ import functools
 import math
 import multiprocessing as mp
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -43,7 +52,15 @@ from collections.abc import Callable
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import interleaved_medians, load_average, peak_rss_mb, print_table, ratio, timeit
+from _common import (
+    interleaved_medians,
+    interleaved_samples,
+    load_average,
+    peak_rss_mb,
+    print_table,
+    ratio,
+    timeit,
+)
 
 import pnsolve as pn
 from pnsolve.kernels._exp import exp_floor
@@ -96,10 +113,17 @@ def _stage_loop(
 
 
 def throughputs(n: int, dtype: torch.dtype, rounds: int) -> dict[str, float]:
-    """Entries/s of the chunked RBF matvec (d = 3) in each of :data:`CASES`, of
-    ``torch.exp`` streaming over a large array into a preallocated output, of ``exp_`` on
-    a cache-resident tile-sized buffer, and seconds per entry of each stage of
-    :data:`STAGES` (Gaussian inputs, lengthscale 0.3), all interleaved in one run."""
+    """Entries/s of the chunked RBF matvec (d = 3) in each of :data:`CASES` and of
+    ``torch.exp`` streaming over a large array into a preallocated output, their ratio,
+    ``exp_`` on a cache-resident tile-sized buffer, and seconds per entry of each stage of
+    :data:`STAGES` (Gaussian inputs, lengthscale 0.3, one part).
+
+    The exp bound runs in the same rounds as the matvecs, right before them, and the
+    ratio is the median of the per-round ratios (``"ratio:<case>"``, with its smallest
+    and largest round in ``"low:"``/``"high:"``): the streaming ``exp`` follows the shared
+    host's speed, which moved 2× between runs on 2026-11-29 (float64 1.18 → 0.61 G/s)
+    while each round's ratio stayed put. The stage loops run in a group of their own.
+    """
     big = torch.zeros(2**24, dtype=dtype)
     out = torch.empty_like(big)
     tile = torch.zeros(256 * 1024, dtype=dtype)
@@ -113,29 +137,38 @@ def throughputs(n: int, dtype: torch.dtype, rounds: int) -> dict[str, float]:
         for _ in range(reps):
             tile.zero_()
 
-    bounds: dict[str, Callable[[], object]] = {
-        "exp": lambda: torch.exp(big, out=out),
-        "tile_exp": tile_exp,
-        "tile_zero": tile_zero,
-    }
-    # the bounds in a group of their own: interleaved with the stage loops, the streaming
-    # exp measured 5-8x slower (0.16 G/s in float64, against 0.8-1.2 alone; 2026-11-29)
-    with torch.no_grad():
-        t_bounds = interleaved_medians(bounds, rounds)
-    fns: dict[str, Callable[[], object]] = {}
+    fns: dict[str, Callable[[], object]] = {"exp": lambda: torch.exp(big, out=out)}
     for label, gaussian, ls in CASES:
         X, v = _data(n, dtype, gaussian=gaussian)
         k = pn.kernels.RBF(lengthscale=ls).requires_grad_(False)
         K = pn.kernels.KernelMatrix(k, X, backend="chunked")
         fns[label] = functools.partial(K.__matmul__, v)
-    (A,), (B,) = k.tile_operands(X, left=True), k.tile_operands(X, left=False)
-    for i in range(len(STAGES)):
-        fns[STAGES[i]] = functools.partial(_stage_loop, A, B, v, DEFAULT_TILE, i)
     with torch.no_grad():
-        t = {**interleaved_medians(fns, rounds), **t_bounds}
-    res = {label: n * n / t[label] for label, _, _ in CASES}
-    res["exp"] = big.numel() / t["exp"]
-    res["exp_in_cache"] = reps * tile.numel() / max(t["tile_exp"] - t["tile_zero"], 1e-9)
+        samples = interleaved_samples(fns, rounds)
+        t_cache = interleaved_medians({"tile_exp": tile_exp, "tile_zero": tile_zero}, rounds)
+    (A,), (B,) = k.tile_operands(X, left=True), k.tile_operands(X, left=False)
+    stages = {
+        stage: functools.partial(_stage_loop, A, B, v, DEFAULT_TILE, i)
+        for i, stage in enumerate(STAGES)
+    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each part of the chunked product runs its tiles
+    try:
+        with torch.no_grad():
+            t = interleaved_medians(stages, rounds)
+    finally:
+        torch.set_num_threads(threads)
+    res = {"exp": big.numel() / statistics.median(samples["exp"])}
+    for label, _, _ in CASES:
+        res[label] = n * n / statistics.median(samples[label])
+        per_round = [
+            (n * n / tc) / (big.numel() / te)
+            for tc, te in zip(samples[label], samples["exp"], strict=True)
+        ]
+        res["ratio:" + label] = statistics.median(per_round)
+        res["low:" + label], res["high:" + label] = min(per_round), max(per_round)
+    in_cache = max(t_cache["tile_exp"] - t_cache["tile_zero"], 1e-9)
+    res["exp_in_cache"] = reps * tile.numel() / in_cache
     for i, stage in enumerate(STAGES):
         res["s:" + stage] = (t[stage] - (t[STAGES[i - 1]] if i else 0.0)) / (n * n)
     return res
@@ -232,8 +265,9 @@ def main() -> None:
         name = str(dtype).replace("torch.", "")
         for label, _, _ in CASES:
             c = tp[label]
+            spread = f"{tp['low:' + label]:.2f}-{tp['high:' + label]:.2f}"
             table.append(
-                [name, label, n_tp, c / 1e9, tp["exp"] / 1e9, ratio(c, tp["exp"]),
+                [name, label, n_tp, c / 1e9, tp["exp"] / 1e9, tp["ratio:" + label], spread,
                  ratio(c, tp["exp_in_cache"]), kk / 1e9, ratio(c, kk)]
             )  # fmt: skip
         per_exp = 1e9 / tp["exp"]  # ns per entry of the streaming exp bound
@@ -242,7 +276,7 @@ def main() -> None:
     print_table(
         "RBF matvec throughput (G entries/s); targets: chunked/exp >= 0.5 (float32), "
         ">= 0.65 (float64), chunked/keops >= 1.5 (keops: uniform inputs)",
-        ["dtype", "inputs", "n", "chunked", "torch.exp", "chunked/exp",
+        ["dtype", "inputs", "n", "chunked", "torch.exp", "chunked/exp", "rounds range",
          "chunked/exp(in-cache)", "keops", "chunked/keops"],
         table,
     )  # fmt: skip
@@ -257,8 +291,9 @@ def main() -> None:
         "exp(in-cache) = exp_ on a 256x1024 buffer, an upper bound no kernel matvec reaches "
         "(it also needs a distance GEMM and the product with v per entry). overhead = the "
         "tile loop's Python slicing alone; clamp = the exponent floor (kernels/_exp.py) that "
-        "keeps exp off its slow path for exponents below log(tiny); on a loaded machine the "
-        "per-tile operations' thread synchronisation shows up in every stage."
+        "keeps exp off its slow path for exponents below log(tiny). The stages run "
+        "one-threaded, as each part of the chunked product does; chunked/exp is the median "
+        "of per-round ratios (exp timed right before each matvec), with their range."
     )
 
 
