@@ -6,9 +6,9 @@ about 1.4× the rate (measured numbers in :class:`~pnsolve.linops.Dense`). A ker
 matrix's tile loop is the other case: its per-tile operations (a distance GEMM, ``exp``,
 ``addmm``; 512 × 512 entries) each start and join an OpenMP team, and on the 2-core
 reference machine that got 1.0–1.3× one thread's throughput; the tile rows in two parts
-on two threads, each running its operations one-threaded, got 1.4–1.75× (float64) and
-2.4–2.7× (float32) the throughput of the unsplit loop (benchmarks/bench_kernel_matrix.py,
-2026-11-29).
+on two threads, each running its operations one-threaded, got 1.3–1.65× (float64) and
+1.4–2.7× (float32) the throughput of the unsplit loop (three runs, n = 8 192,
+2026-11-29; docs/benchmarks.md).
 
 The workers run with one intra-op thread each: they are started together, each sets its
 own count to one (an OpenMP setting of that thread), and the thread that started them
