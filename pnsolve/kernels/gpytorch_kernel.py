@@ -159,6 +159,9 @@ class GPyTorchKernel(Kernel):
     """
 
     matrix_free = True
+    #: Tiles on the calling thread only: evaluating one enters GPyTorch's global
+    #: ``settings`` contexts, which are not safe to enter from several threads at once.
+    parallel_tiles = False
 
     def __init__(self, kernel: Any, *, active_dims: Sequence[int] | None = None) -> None:
         gpytorch = _gpytorch()

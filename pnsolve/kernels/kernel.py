@@ -55,6 +55,12 @@ class Kernel(nn.Module, metaclass=abc.ABCMeta):
     matrix_free: bool = False
     #: Scratch tiles (of the tile's shape) :meth:`fill_tile_` needs.
     tile_buffers: int = 0
+    #: Whether :meth:`fill_tile_` may run for different tiles on several threads at once
+    #: (CPU tile products split their rows over threads, ``tiled_matmat(parts=)``). True
+    #: for every pnsolve kernel; a kernel whose tiles touch shared state (another
+    #: library's global settings, a cache on ``self``) sets it ``False``, and a product of
+    #: an expression holding such a kernel then runs on the calling thread alone.
+    parallel_tiles: bool = True
     #: Whether :meth:`fill_tile_` writes only ones (a constant kernel): products skip it.
     tile_is_ones: bool = False
     #: Whether :meth:`fill_tile_` is exactly ``exp(a[0] b[0]ᵀ)`` with zeros in the exponent

@@ -127,3 +127,22 @@ def test_the_memory_cap_counts_every_parts_buffers(two_threads):
     tr, tc = backend.tile
     assert backend.parts == 2
     assert backend.parts * (1 + k.tile_buffers) * tr * tc * 8 <= cap
+
+
+def test_a_term_without_parallel_tiles_keeps_the_product_on_one_thread(two_threads):
+    # GPyTorch kernels enter GPyTorch's global settings contexts per tile, which are not
+    # safe on several threads at once: any expression holding one runs in one part.
+    gpytorch = pytest.importorskip("gpytorch")
+
+    class Custom(gpytorch.kernels.RBFKernel):  # no native equivalent: a GPyTorchKernel
+        pass
+
+    wrapped = pn.kernels.from_gpytorch(Custom().double())
+    assert isinstance(wrapped, pn.kernels.GPyTorchKernel) and not wrapped.parallel_tiles
+    X, V = _inputs(40, 2)
+    for kernel in (wrapped, wrapped + pn.kernels.RBF(lengthscale=0.5)):
+        stats: dict[str, int] = {}
+        with torch.no_grad():
+            tiled_matmat(kernel, X, None, V, (8, 8), stats=stats)
+        assert stats["parts"] == 1
+    assert pn.kernels.RBF(lengthscale=0.5).parallel_tiles

@@ -128,7 +128,8 @@ def tiled_matmat(
         (:func:`~pnsolve._core.row_halves.in_row_parts`; each part holds its own tile
         buffers). Default: torch's intra-op thread count. The result does not depend on
         it: every row sums its tiles in the same order. One part (no split) off the CPU,
-        under functorch transforms or with one thread.
+        under functorch transforms, with one thread, or where a term of the kernel has
+        :attr:`~pnsolve.kernels.Kernel.parallel_tiles` ``False``.
 
     Returns
     -------
@@ -164,6 +165,8 @@ def _parts(kernel: Kernel, A: Any, B: Any, V: torch.Tensor, parts: int) -> int:
     tensors = [*_leaves(A), *_leaves(B), V.detach()]
     if not may_split(*tensors) or any(_wrapped(p) for p in kernel.parameters()):
         return 1
+    if not all(getattr(m, "parallel_tiles", True) for m in kernel.modules()):
+        return 1  # a term whose tiles must stay on one thread (Kernel.parallel_tiles)
     return parts
 
 
