@@ -32,7 +32,7 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["in_row_parts", "in_two_halves", "max_parts", "may_split"]
+__all__ = ["functorch_wrapped", "in_row_parts", "in_two_halves", "max_parts", "may_split"]
 
 T = TypeVar("T")
 
@@ -81,12 +81,15 @@ def _in_worker() -> bool:
     return threading.current_thread().name.startswith(_PREFIX)
 
 
+def functorch_wrapped(t: torch.Tensor) -> bool:
+    """Whether ``t`` is wrapped by a functorch transform (whose state is per thread)."""
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and bool(wrapped(t))
+
+
 def _plain(t: torch.Tensor) -> bool:
     """A tensor whose product may leave the calling thread: no autograd, no functorch."""
-    if t.requires_grad or t.device.type != "cpu":
-        return False
-    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-    return wrapped is None or not wrapped(t)
+    return not t.requires_grad and t.device.type == "cpu" and not functorch_wrapped(t)
 
 
 def may_split(*tensors: torch.Tensor) -> bool:

@@ -98,12 +98,12 @@ class SingleAction:
     def _condition_one(self, S, Z, SZ, ASZ, prior_curv, r, extra, allow_products):
         """The update for one action with a single host read, or ``None`` (rare cases).
 
-        The same steps as the host path, computed without branching on device values: the
-        Gram–Schmidt passes subtract every term above rounding level (masked, not
+        The same steps as the general path, computed without branching on device values:
+        the Gram–Schmidt passes subtract every term above rounding level (masked, not
         gathered), and the flags "non-finite", "negative curvature", "dependent",
         "untrusted image" are read together with the new residual norm. Nothing is stored
         before that read; when a flag other than "non-finite" is set, ``None`` hands the
-        action to the host path, which handles breakdowns, negative curvature and image
+        action to the general path, which handles breakdowns, negative curvature and image
         recomputation as usual.
         """
         s_norm = torch.linalg.vector_norm(S, dim=0)

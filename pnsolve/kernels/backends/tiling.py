@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..._core.row_halves import in_row_parts, may_split
+from ..._core.row_halves import functorch_wrapped, in_row_parts, may_split
 from ..kernel import Kernel, rows_of
 
 __all__ = [
@@ -163,7 +163,7 @@ def _parts(kernel: Kernel, A: Any, B: Any, V: torch.Tensor, parts: int) -> int:
     if parts < 2:
         return 1
     tensors = [*_leaves(A), *_leaves(B), V.detach()]
-    if not may_split(*tensors) or any(_wrapped(p) for p in kernel.parameters()):
+    if not may_split(*tensors) or any(functorch_wrapped(p) for p in kernel.parameters()):
         return 1
     if not all(getattr(m, "parallel_tiles", True) for m in kernel.modules()):
         return 1  # a term whose tiles must stay on one thread (Kernel.parallel_tiles)
@@ -175,12 +175,6 @@ def _leaves(ops: Any) -> list[torch.Tensor]:
     if isinstance(ops, tuple):
         return [t for o in ops for t in _leaves(o)]
     return [ops] if isinstance(ops, torch.Tensor) else []
-
-
-def _wrapped(t: torch.Tensor) -> bool:
-    """A functorch-wrapped tensor (its transforms are thread-local)."""
-    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-    return wrapped is not None and bool(wrapped(t))
 
 
 def _row_tiles(
