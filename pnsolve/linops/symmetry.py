@@ -75,7 +75,9 @@ def _probe(matrix: torch.Tensor, name: str) -> bool | None:
     UV = torch.randn(n, 2, generator=gen, dtype=torch.float64, device=gen.device)
     Y = dense_matmat(matrix, UV.to(device=matrix.device, dtype=matrix.dtype))
     Y = Y.to(device="cpu", dtype=torch.float64)
-    skew = UV[:, 0] @ Y[:, 1] - UV[:, 1] @ Y[:, 0]
+    # products and sums, not BLAS dots: MKL threads a dot, and its OpenMP worker then
+    # spins for milliseconds on the core the next two-thread product needs
+    skew = (UV[:, 0] * Y[:, 1]).sum() - (UV[:, 1] * Y[:, 0]).sum()
     values = torch.stack([skew, torch.linalg.vector_norm(Y)]).tolist()
     if not all(math.isfinite(v) for v in values):
         check_finite(matrix, name)
