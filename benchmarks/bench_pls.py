@@ -14,10 +14,11 @@ CG skips and which is why it keeps full conjugacy), so its overhead grows with t
 iteration count: the ratio is for the *average* iteration of a run. One Gram–Schmidt
 pass reads ``V`` for the coefficients, then ``V`` and ``A V`` for the update; the
 second pass runs only for nearly dependent actions (Kahan–Parlett), rarely for CG's.
-At ``n = 5000`` and 500 iterations (average ``i = 250``) the two reads from memory,
-2 × 10 MB against the product's 200 MB, put the ratio's floor near 1.10 before any
-Python overhead; at ``n = 20000`` or for matrix-free kernels they vanish. Factors above
-10⁶ entries are read in two row halves on two threads, like the dense product.
+At ``n = 5000`` and 500 iterations (average ``i = 250``) the three reads from memory,
+3 × 10 MB against the product's 200 MB, put the ratio's floor near 1.15 before any
+Python overhead (``1 + 3i/n``); at ``n = 20000`` or for matrix-free kernels they fade.
+Factors above 10⁶ entries are read in two row halves on two threads, like the dense
+product.
 
 Timing: ``pn.cg`` and the PLS are interleaved round-robin after a short warm-up
 round, and the median over rounds is taken, so drift on a shared machine hits both
