@@ -31,8 +31,9 @@ ns per entry, 2026-11-29): float32 distance GEMM 0.27, clamp 0.05, ``exp`` 0.90,
 ``exp`` is 65–75 % of a matvec; the distance GEMM (d = 3: five columns, a pure write of
 the tile) is most of the rest. Two one-threaded parts would then give 1.47 (float32) and
 0.84 (float64) G entries/s; the same run measured 0.92–0.95 and 0.81–0.82: float64 is
-at its stage sum, float32 at about two thirds of it (not explained yet: 1024 × 1024
-tiles, a quarter of the Python per entry, gained 6 %). Without the clamp, float32
+at its stage sum, float32 at about two thirds of it: one thread's float32 tile loop ran
+16 % slower while the other core ran ``exp`` (shared core resources; float64 5 %), and
+1024 × 1024 tiles, a quarter of the Python per entry, gained only 6 %. Without the clamp, float32
 exponents below −87.3 cost 20–50× an ordinary ``exp``.
 
 Usage: ``python benchmarks/bench_kernel_matrix.py [--quick]``."""
