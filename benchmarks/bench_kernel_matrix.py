@@ -20,10 +20,10 @@ Prints, for an RBF kernel with d = 3:
 * at n = 10⁶: time and memory of a 2048-row slice ``K(X[:2048], X) @ v``, extrapolated to a
   full matvec (no n × n object is ever formed).
 
-All timings are medians of interleaved rounds (``_common.interleaved_medians``); the load
-average is printed with them. On the shared 2-core machine, load from other processes
-costs the chunked matvec more than the single streaming ``exp`` (each tile's operations
-synchronise both threads, several times per tile): compare ratios at low load.
+All timings are medians of interleaved rounds (``_common.interleaved_samples``); the
+load average is printed with them. Load from other processes takes a core from one of
+the chunked product's two parts (the product waits for the slower) while the streaming
+``exp`` shares it out: compare ratios at low load.
 
 Where the time goes (2-core AMD EPYC, L2 1 MiB per core, 512 × 512 tiles, one thread,
 ns per entry, 2026-11-29): float32 distance GEMM 0.27, clamp 0.05, ``exp`` 0.90,
