@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import pnsolve as pn
 from pnsolve.solvers.conditioning import Conditioner
-from pnsolve.testing import krylov_tol
+from pnsolve.testing import exact_tol, krylov_tol
 from pnsolve.testing.strategies import spd_problems
 
 F64 = torch.float64
@@ -28,11 +28,11 @@ def host_calls(monkeypatch):
     original = Conditioner._condition_one_on_host
 
     def counted(self, *args):
-        n_before = len(self.V)
+        n_before, norm_before = len(self.V), float(self.norm_A)
         update = original(self, *args)
         counts[update is None] += 1
-        if update is None:  # a hand-back stores nothing
-            assert len(self.V) == n_before
+        if update is None:  # a hand-back stores nothing and leaves ‖A‖'s estimate alone
+            assert len(self.V) == n_before and float(self.norm_A) == norm_before
         return update
 
     monkeypatch.setattr(Conditioner, "_condition_one_on_host", counted)
@@ -140,6 +140,13 @@ def test_an_untrusted_image_is_recomputed_by_the_general_path(host_calls):
         pn.policies.Custom(near_previous), pn.stopping.MaxIterations(6)
     )
     b = torch.ones(40, dtype=F64)
-    _, info = solver.solve(A, b)
+    belief, info = solver.solve(A, b)
     assert info.products > info.iterations  # the recomputed images
     assert host_calls[1] >= 1
+    with pytest.MonkeyPatch.context() as mp:  # the same run on the general path alone
+        _general_only(mp)
+        general, general_info = solver.solve(A, b)
+    assert (info.iterations, info.products) == (general_info.iterations, general_info.products)
+    tol = exact_tol(F64, 40)  # the host path rounds its scalars in Python floats
+    assert float((belief.V - general.V).abs().max()) <= tol * float(general.V.abs().max())
+    assert float((belief.mean - general.mean).abs().max()) <= tol * float(general.mean.abs().max())
