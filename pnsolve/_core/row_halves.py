@@ -42,8 +42,10 @@ _POOL_LOCK = threading.Lock()
 
 
 def max_parts() -> int:
-    """The most parts work is split into: the CPUs, at least two."""
-    return max(2, os.cpu_count() or 2)
+    """The most parts work is split into: the CPUs this process may run on, at least two."""
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux: respects CPU sets
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 2)
+    return max(2, cpus)
 
 
 def _pool() -> ThreadPoolExecutor:
