@@ -52,12 +52,13 @@ def _numpy_size(matrix: torch.Tensor) -> bool:
     return NUMPY_MIN_ELEMENTS <= size and size * matrix.element_size() <= NUMPY_MAX_BYTES
 
 
-def _takes_numpy_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
-    return _numpy_size(matrix) and _eligible(matrix, X)
-
-
-def _takes_fast_path(matrix: torch.Tensor, X: torch.Tensor) -> bool:
-    return matrix.numel() >= FAST_MIN_ELEMENTS and _eligible(matrix, X)
+def _product_path(matrix: torch.Tensor, X: torch.Tensor) -> str:
+    """How :func:`dense_matmat` multiplies: ``"numpy"``, ``"split"`` or ``"torch"``."""
+    if not _eligible(matrix, X):
+        return "torch"
+    if _numpy_size(matrix):
+        return "numpy"
+    return "split" if matrix.numel() >= FAST_MIN_ELEMENTS else "torch"
 
 
 def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
@@ -77,16 +78,15 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     precision, small matrices, many columns) is ``matrix @ X``. The two paths agree
     to rounding (``exact_tol``); returns shape ``(m, k)``.
     """
-    if not _eligible(matrix, X):  # decided once per product
+    path = _product_path(matrix, X)  # decided once per product
+    if path == "torch":
         return matrix @ X
-    if _numpy_size(matrix):
+    if path == "numpy":
         # one matrix-vector product per column: OpenBLAS's gemm with 2-4 columns ran
         # 1.2-2.3x slower than that many gemv (n = 1 000-4 000, 2026-11-29)
         An, Xn = matrix.numpy(), X.numpy()
         cols = [An @ np.ascontiguousarray(Xn[:, j]) for j in range(Xn.shape[1])]
         return torch.from_numpy(np.stack(cols, axis=1)).to(device=matrix.device)
-    if matrix.numel() < FAST_MIN_ELEMENTS:
-        return matrix @ X
     cols = [X[:, j].contiguous() for j in range(X.shape[1])]
     high, low = in_two_halves(lambda rows: [torch.mv(matrix[rows], x) for x in cols], len(matrix))
     return torch.stack([torch.cat(pair) for pair in zip(high, low, strict=True)], dim=1)

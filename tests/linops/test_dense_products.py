@@ -45,7 +45,7 @@ def test_fast_path_equals_torch_to_exact_tol(dtype, k, monkeypatch):
         A = torch.randn(m, n, generator=g, dtype=F64).to(dtype)
         X = torch.randn(n, k, generator=g, dtype=F64).to(dtype)
         fast = k in dense_mod.FAST_COLUMNS[dtype] and torch.get_num_threads() >= 2
-        assert dense_mod._takes_fast_path(A, X) == fast
+        assert (dense_mod._product_path(A, X) != "torch") == fast
         out = dense_matmat(A, X)
         assert out.shape == (m, k) and out.dtype == dtype and out.is_contiguous()
         assert _rel(out, A @ X) <= exact_tol(dtype, n)
@@ -82,17 +82,19 @@ def test_large_dense_operator_products(big64):
 
 def test_autograd_functorch_and_layouts_keep_torchs_path(big64):
     x = torch.randn(N_FAST, 1, dtype=F64)
-    assert dense_mod._takes_fast_path(big64, x) == (torch.get_num_threads() >= 2)
-    assert not dense_mod._takes_fast_path(big64.requires_grad_(True), x)
+    assert (dense_mod._product_path(big64, x) != "torch") == (torch.get_num_threads() >= 2)
+    assert dense_mod._product_path(big64.requires_grad_(True), x) == "torch"
     big64.requires_grad_(False)
-    assert not dense_mod._takes_fast_path(big64, x.clone().requires_grad_(True))
-    assert not dense_mod._takes_fast_path(big64.mT, x)  # not contiguous
-    assert not dense_mod._takes_fast_path(big64, torch.randn(N_FAST, 3, dtype=F64))
-    assert dense_mod._takes_fast_path(big64.float(), x.float()) == (torch.get_num_threads() >= 2)
+    assert dense_mod._product_path(big64, x.clone().requires_grad_(True)) == "torch"
+    assert dense_mod._product_path(big64.mT, x) == "torch"  # not contiguous
+    assert dense_mod._product_path(big64, torch.randn(N_FAST, 3, dtype=F64)) == "torch"
+    assert (dense_mod._product_path(big64.float(), x.float()) != "torch") == (
+        torch.get_num_threads() >= 2
+    )
     if torch.get_num_threads() >= 2:
-        assert dense_mod._takes_fast_path(big64.float(), torch.ones(N_FAST, 2))
-    assert not dense_mod._takes_fast_path(big64[:10, :10], x[:10])  # small
-    assert not dense_mod._takes_fast_path(big64, x.float())
+        assert dense_mod._product_path(big64.float(), torch.ones(N_FAST, 2)) != "torch"
+    assert dense_mod._product_path(big64[:10, :10], x[:10]) == "torch"  # small
+    assert dense_mod._product_path(big64, x.float()) == "torch"
 
     # gradients flow (torch's path): d/dx sum(A x) = Aᵀ 1
     xg = torch.randn(N_FAST, dtype=F64, requires_grad=True)
@@ -107,7 +109,7 @@ def test_autograd_functorch_and_layouts_keep_torchs_path(big64):
 
 def test_one_thread_keeps_torchs_path(big64, torch_threads):
     with torch_threads(1):
-        assert not dense_mod._takes_fast_path(big64, torch.ones(N_FAST, 1, dtype=F64))
+        assert dense_mod._product_path(big64, torch.ones(N_FAST, 1, dtype=F64)) == "torch"
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])
@@ -118,18 +120,18 @@ def test_numpy_path_equals_torch_within_its_bounds(dtype, k, monkeypatch, torch_
     A = torch.randn(n, n, generator=g, dtype=F64).to(dtype)
     X = torch.randn(n, k, generator=g, dtype=F64).to(dtype)
     two = torch.get_num_threads() >= 2
-    assert dense_mod._takes_numpy_path(A, X) == two
+    assert (dense_mod._product_path(A, X) == "numpy") == two
     out = dense_matmat(A, X)
     assert out.shape == (n, k) and out.dtype == dtype and out.device == A.device
     assert _rel(out, A @ X) <= exact_tol(dtype, n)
     # outside the bounds: below the minimum, above the byte limit, autograd, one thread
-    assert not dense_mod._takes_numpy_path(A[: n // 2], X)
+    assert dense_mod._product_path(A[: n // 2], X) != "numpy"
     monkeypatch.setattr(dense_mod, "NUMPY_MAX_BYTES", A.numel() * A.element_size() - 1)
-    assert not dense_mod._takes_numpy_path(A, X)
+    assert dense_mod._product_path(A, X) != "numpy"
     monkeypatch.undo()
-    assert not dense_mod._takes_numpy_path(A, X.clone().requires_grad_(True))
+    assert dense_mod._product_path(A, X.clone().requires_grad_(True)) == "torch"
     with torch_threads(1):
-        assert not dense_mod._takes_numpy_path(A, X)
+        assert dense_mod._product_path(A, X) == "torch"
 
 
 def test_numpy_path_result_is_independent_of_its_inputs():
