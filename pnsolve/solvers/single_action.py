@@ -23,6 +23,7 @@ path on the same action.
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 
@@ -32,31 +33,35 @@ from .update import REDO_GAIN, Block, NonFiniteObservation, Update, image_tolera
 __all__ = ["SingleAction"]
 
 
-class SingleAction:
-    """The single-action updates of a conditioner (a mixin).
-
-    The conditioner owns the factors ``V``, ``AV``, ``shares``, ``eps``, ``sqrt_n``,
-    the estimate ``norm_A`` of ``‖A‖`` (a 0-d tensor), and the passes
-    :meth:`_conjugated` and :meth:`_store`.
-    """
+class _Conditioner(Protocol):
+    """What the single-action paths use of the conditioner they are mixed into."""
 
     V: ColumnBuffer
     AV: ColumnBuffer
     shares: bool
     eps: float
     sqrt_n: float
-    norm_A: torch.Tensor
+    norm_A: torch.Tensor  # estimate of ‖A‖, 0-d
 
-    def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> Block:
-        """Gram–Schmidt of the actions against the observed directions (the conditioner's)."""
-        raise NotImplementedError
+    def _conjugated(self, S, Z, SZ, ASZ, prior_curv, masked: bool = False) -> Block: ...
 
-    def _store(self, new: Block) -> None:
-        """Append the new directions (the conditioner's)."""
-        raise NotImplementedError
+    def _store(self, new: Block) -> None: ...
+
+
+class SingleAction:
+    """The single-action updates of a conditioner (a mixin).
+
+    Its methods use the conditioner's factors ``V``, ``AV``, ``shares``, ``eps``,
+    ``sqrt_n``, the estimate ``norm_A`` of ``‖A‖`` and its passes ``_conjugated`` and
+    ``_store`` (typed by the ``self`` protocol ``_Conditioner``).
+    """
 
     def _condition_one_on_host(
-        self, S: torch.Tensor, Z: torch.Tensor, prior_curv: torch.Tensor, r: torch.Tensor
+        self: _Conditioner,
+        S: torch.Tensor,
+        Z: torch.Tensor,
+        prior_curv: torch.Tensor,
+        r: torch.Tensor,
     ) -> Update | None:
         """The update for one action under the inverse prior on the CPU, or ``None``.
 
@@ -95,7 +100,9 @@ class SingleAction:
         self._store(Block(Cn, ACn, Cn, ACn, block.err * b))
         return Update(dx=Cn[:, 0] * g, dr=ACn[:, 0] * g, rank_added=1, products=0, matvecs=0)
 
-    def _condition_one(self, S, Z, SZ, ASZ, prior_curv, r, extra, allow_products):
+    def _condition_one(
+        self: _Conditioner, S, Z, SZ, ASZ, prior_curv, r, extra, allow_products
+    ) -> Update | None:
         """The update for one action with a single host read, or ``None`` (rare cases).
 
         The same steps as the general path, computed without branching on device values:
