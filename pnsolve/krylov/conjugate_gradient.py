@@ -5,7 +5,6 @@ The loop (per-column tolerances, a stop hook) is the one the kernel-system CG ru
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -18,19 +17,13 @@ from ..linops.checks import (
     check_nonnegative,
     check_optional_count,
 )
-from .breakdown import (
-    RELIABLE_UPDATE_FACTOR,
-    ActiveColumns,
-    curvature_failure,
-    next_direction,
-    replace_residuals,
-    replacement_check,
-)
-from .cg_fallback import full_precision_from_now, stalled, watch_condition
+from .breakdown import RELIABLE_UPDATE_FACTOR, ActiveColumns, next_direction
+from .cg_fallback import full_precision_from_now, watch_condition
 from .cg_info import CGInfo, squeezed
 from .cg_run import CGRun
+from .cg_step import host_direction, host_step, on_host, step
 from .condition_monitor import ConditionMonitor
-from .mixed_precision import low_precision_products, product_eps, reliable_update_factor
+from .mixed_precision import low_precision_products
 
 __all__ = ["RELIABLE_UPDATE_FACTOR", "StopHook", "cg", "cg_core"]
 
@@ -268,7 +261,7 @@ def _iterate(
     """Iterate until every column stopped, ``maxiter``, the callback or the stop hook."""
     try:
         while cols.idx.numel() and run.it < maxiter:
-            restart = _step(run, cols, M)
+            restart = host_step(run, cols, M) if on_host(run) else step(run, cols, M)
             if callback is not None:
                 if not cols.aliased:
                     run.X[:, cols.idx] = cols.X
@@ -276,7 +269,11 @@ def _iterate(
                     return StopReason.CALLBACK
             if stop is not None and (reason := stop(run.it, run.history[-1])) is not None:
                 return reason
-            if run.exact and cols.idx.numel():
+            if not cols.idx.numel() or not run.exact:
+                continue
+            if restart is None:  # an ordinary iteration of host_step
+                host_direction(cols, M, run.it)
+            else:
                 beta = next_direction(cols, M, restart, run.it)
                 if run.monitor is not None and watch_condition(run, cols, beta):
                     next_direction(cols, M, full_precision_from_now(run, cols)[1], run.it)
@@ -286,73 +283,3 @@ def _iterate(
         raise
     finally:
         cols.resolve_pending()  # a direction computed last (unused) is still checked
-
-
-def _step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torch.Tensor:
-    """One iteration on the active columns (one product with ``A``).
-
-    Stops the columns that are done. Returns the mask of the remaining columns whose
-    direction restarts.
-
-    One host synchronisation in an ordinary iteration: the flags "every curvature
-    positive", "a residual to replace (or, classically, a column done)" and the deferred
-    preconditioner test are read together; everything else is computed on the device
-    without branching. Rare events (curvature at rounding level, replacements, columns
-    stopping) take a few more.
-
-    Classical PCG (``not run.exact``) updates unfused (``x + α p``, not ``addcmul``)
-    and computes the next direction before freezing, as the kernel-system CG always did.
-    """
-    AP = run.count(run.products, cols.P)
-    eps = product_eps(run.products)
-    pAp = torch.linalg.vecdot(cols.P, AP, dim=0)
-    positive = (pAp > 0) & (pAp < math.inf)
-    alpha = torch.where(positive, cols.rz / pAp, 0.0)
-    if run.monitor is not None:
-        run.monitor.record_alpha(cols.idx, alpha)
-    if run.exact:  # pn.cg: fused updates, residual replacement
-        cols.X.addcmul_(cols.P, alpha)
-        cols.R.addcmul_(AP, alpha, value=-1.0)
-        rn = torch.linalg.vector_norm(cols.R, dim=0)
-        factor = reliable_update_factor(eps, RELIABLE_UPDATE_FACTOR) if eps > 1e-10 else None
-        check = replacement_check(cols, rn, factor)
-    else:  # classical PCG
-        cols.X.add_(cols.P * alpha)
-        cols.R.sub_(AP * alpha)
-        rn = torch.linalg.vector_norm(cols.R, dim=0)
-        check = rn <= cols.tol  # done
-        next_direction(cols, M, torch.zeros_like(check), run.it + 1, checked=~check)
-    pending = cols.pending if cols.pending is not None else check.new_zeros(())
-    healthy, any_check, bad_m = torch.stack([positive.all(), check.any(), pending]).tolist()
-    # in the order they were computed: the exact-CG test is of this step's direction,
-    # the classical one of the next direction, computed after this step's product
-    if run.exact:
-        cols.resolve_pending(bad_m)
-    dead = None if healthy else curvature_failure(pAp, cols.P, AP, run.it, cols.idx, run.A, eps)
-    fall_back = None  # why a mixed-precision run continues in full precision
-    if dead is not None and run.products is not run.A and bool(dead.any()):
-        fall_back = f"a curvature pᵀAp at iteration {run.it} (0-based) is within their rounding"
-        dead = None  # those columns made no step (α = 0); they restart in full precision
-    if not run.exact:
-        cols.resolve_pending(bad_m)
-    if run.exact:
-        restart, stuck = replace_residuals(run.A, cols, rn, check, any_check, run.count)
-        if run.products is not run.A:  # float64 recurrences: keep the direction
-            restart = torch.zeros_like(restart)
-            if fall_back is None and any_check and bool(stuck.any()):
-                fall_back = stalled(rn, run.it)
-            if fall_back is not None:
-                rn, restart = full_precision_from_now(run, cols, fall_back)
-                stuck, any_check = torch.zeros_like(stuck), True
-        done = rn <= cols.tol if any_check else check
-    else:  # no replacement: `check` is the mask of columns done
-        done, restart = check, torch.zeros_like(check)
-        stuck = restart
-    run.it += 1
-    run.history.append(run.history[-1].clone().index_copy_(0, cols.idx, rn))
-    if any_check or dead is not None:
-        stop = done | stuck if dead is None else done | stuck | dead
-        if bool(stop.any()):
-            run.freeze(cols, stop, done, stuck, dead)
-            restart = restart[~stop]
-    return restart
