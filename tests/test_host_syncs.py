@@ -4,10 +4,10 @@ On a GPU every host read (``.item()``, ``bool(t)``, ``nonzero``, ...) stalls the
 until its queue drains. :class:`pnsolve.testing.HostSyncCounter` counts them on any
 device, so these run on a CPU-only CI. Setup and exit (argument checks, the stop reason,
 freezing converged columns) may read a few more: a constant per solve and per column
-that stops, bounded here by ``SETUP``. Off the CPU the PLS takes its device path by
-itself (checked on torch's lazy-tensor device, a second device emulated on the CPU); on
-the CPU, where a host read costs nothing, it keeps its host decisions, and the device
-path is forced to count it.
+that stops, bounded here by ``SETUP``. Off the CPU the PLS and CG take their device
+paths by themselves (checked on torch's lazy-tensor device, a second device emulated on
+the CPU); on the CPU, where a host read costs nothing, they keep their host decisions,
+and the device paths are forced to count them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import pnsolve as pn
+from pnsolve.krylov import conjugate_gradient
 from pnsolve.solvers.conditioning import Conditioner
 from pnsolve.testing import count_host_syncs, krylov_tol
 from pnsolve.testing.device import lazy_device
@@ -42,6 +43,13 @@ def device_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Conditioner, "_device_path", staticmethod(lambda A: True))
 
 
+@pytest.fixture
+def cg_device_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run CG's general (device) step, as off the CPU (one host read per iteration)."""
+    monkeypatch.setattr(conjugate_gradient, "on_host", lambda run: False)
+
+
+@pytest.mark.usefixtures("cg_device_step")
 @pytest.mark.parametrize("operator", ["tensor", "chunked kernel", "block rhs", "jacobi"])
 def test_cg_reads_the_host_once_per_iteration(operator: str) -> None:
     k, X, A, b = _system(300)
@@ -59,6 +67,7 @@ def test_cg_reads_the_host_once_per_iteration(operator: str) -> None:
     assert syncs.count <= info.iterations + SETUP * columns, dict(syncs.by_op)
 
 
+@pytest.mark.usefixtures("cg_device_step")
 def test_cg_float32_reliable_updates_stay_rare() -> None:
     # float32 replaces residuals periodically: each replacement is an event with a few
     # reads, not a per-iteration cost

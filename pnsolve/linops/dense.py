@@ -86,9 +86,9 @@ def dense_matmat(matrix: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
         # 1.2-2.3x slower than that many gemv (n = 1 000-4 000, 2026-11-29)
         An, Xn = matrix.numpy(), X.numpy()
         if Xn.shape[1] == 1:
-            return torch.from_numpy(An @ Xn[:, 0]).unsqueeze(1)
+            return torch.from_numpy(An @ Xn[:, 0]).to(device=matrix.device).unsqueeze(1)
         cols = [An @ np.ascontiguousarray(Xn[:, j]) for j in range(Xn.shape[1])]
-        return torch.from_numpy(np.stack(cols, axis=1))
+        return torch.from_numpy(np.stack(cols, axis=1)).to(device=matrix.device)
     cols = [X[:, j].contiguous() for j in range(X.shape[1])]
     high, low = in_two_halves(lambda rows: [torch.mv(matrix[rows], x) for x in cols], len(matrix))
     return torch.stack([torch.cat(pair) for pair in zip(high, low, strict=True)], dim=1)
