@@ -13,10 +13,17 @@ the same SPD kernel systems (RBF Gram of 3-d Gaussian points plus noise), side b
 
 Reported: the Lanczos estimate of κ (80 steps), iterations and true-residual products
 (float64) of each run, time per solve, the speed-up (float64 time ÷ mixed time), the
-iteration ratio, and both final true relative residuals ``‖b − Kx‖/‖b‖`` (computed
-afterwards in float64). Timing: the two solves alternate (3 rounds for the dense
-system in range, 1 elsewhere) after a 10-iteration warm-up of each; medians. One
-torch thread and two give different absolute times; the ratios are the figure.
+ratio of one float64 product's time to one float32 product's (medians of 5 rounds of 3
+products, measured after the solves), the *products-only speed-up* (the speed-up if
+nothing but the products and the float32 copy cost time: ``products₆₄ · T₆₄ /
+(iterations₃₂ · T₃₂ + checks₃₂ · T₆₄ + T_copy)``, where ``products₆₄`` includes the
+float64 run's exit product; an estimate from products timed apart from the solves, so
+this host's noise moves it by 10–20 %), the iteration ratio, and both final true
+relative residuals ``‖b − Kx‖/‖b‖`` (computed afterwards in float64). Timing: the two
+solves alternate (3 rounds for the dense system in range, 1 elsewhere) after a
+10-iteration warm-up of each; medians. One torch thread and two give different
+absolute times; the ratios are the figure. A second table (``_mixed_rounding.py``)
+shows where the extra iterations of float32 products come from.
 
 Usage: ``python benchmarks/bench_mixed_precision.py [--quick]``.
 """
@@ -34,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import interleaved_medians, load_average, print_table, ratio
+from _mixed_rounding import rounding_rows
 
 import pnsolve as pn
 
@@ -90,15 +98,41 @@ def run_case(label: str, A: pn.linops.LinearOperator, repeats: int) -> list[obje
         def relres(x: torch.Tensor) -> str:
             return f"{float(torch.linalg.vector_norm(b - A @ x) / b.norm()):.2e}"
 
+        t64, t32, t_copy = product_times(A, b)
+
     (x64, i64), (x32, i32) = out["full"], out["mixed"]
+    # the speed-up if nothing but products (and the float32 copy) cost time
+    products_only = ratio(
+        i64.products * t64,
+        (i32.products - i32.true_residual_checks) * t32 + i32.true_residual_checks * t64 + t_copy,
+    )
     return [
         label, n, f"{kappa:.2g}",
         f"{i64.iterations} / {i64.true_residual_checks}",
         f"{i32.iterations} / {i32.true_residual_checks}", i32.precision,
         f"{times['full']:.2f}", f"{times['mixed']:.2f}",
-        ratio(times["full"], times["mixed"]), ratio(i32.iterations, i64.iterations),
-        relres(x64), relres(x32),
+        ratio(times["full"], times["mixed"]), ratio(t64, t32),
+        f"{products_only:.3g}" if i32.precision == "mixed" else "-",
+        ratio(i32.iterations, i64.iterations), relres(x64), relres(x32),
     ]  # fmt: skip
+
+
+def product_times(A: pn.linops.LinearOperator, b: torch.Tensor) -> tuple[float, float, float]:
+    """Seconds per product with ``A`` and with its float32 copy, and per copy.
+
+    Medians of 5 rounds; each round times 3 products back to back, as CG runs them.
+    """
+    low = pn.krylov.low_precision_products(A, "mixed")
+    x = b.unsqueeze(-1)
+    times = interleaved_medians(
+        {
+            "f64": lambda: [A.matmat(x) for _ in range(3)],
+            "f32": lambda: [low.matmat(x) for _ in range(3)],
+            "copy": lambda: pn.krylov.low_precision_products(A, "mixed"),
+        },
+        5,
+    )
+    return times["f64"] / 3, times["f32"] / 3, times["copy"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,13 +148,22 @@ def main(argv: list[str] | None = None) -> int:
         ("chunked, κ in range", chunked_system(n_free, 0.3, 1.0), 1),
     ]
     rows = [run_case(label, A, r) for label, A, r in plan]
+    n_study = 1000 if args.quick else 4000
+    study = rounding_rows(dense_system(n_study, 0.5, 0.5 * n_study / 2000), RTOL)
     print_table(
         f"CG to rtol = {RTOL:g}: float64 products against precision='mixed' "
         f"(float32 products), one right-hand side; {load_average()}",
         ["system", "n", "κ", "f64 it / checks", "mixed it / checks", "ended",
-         "f64 s", "mixed s", "speed-up", "it ratio", "f64 relres", "mixed relres"],
+         "f64 s", "mixed s", "speed-up", "f64÷f32 product", "products-only speed-up", "it ratio",
+         "f64 relres", "mixed relres"],
         rows,
     )  # fmt: skip
+    print_table(
+        f"Where the extra iterations come from: CG to rtol = {RTOL:g} with products that keep "
+        f"one rounding of a float32 product (dense, n = {n_study}; _mixed_rounding.py)",
+        ["products", "iterations", "true residuals", "÷ float64 iterations"],
+        study,
+    )
     return 0
 
 
