@@ -3,7 +3,8 @@
 Usage: ``python benchmarks/run_all.py [--studies | --all] [--fresh] [--quick] [...]``.
 
 - no flag (``make bench``): the ratio benchmarks, quick side-by-side speed and accuracy
-  ratios: 46.5 minutes on the 2-core CPU machine (measured 2026-11-29; per script below);
+  ratios: 36.1 minutes on the 2-core CPU machine (the latest of three runs on 2026-11-29:
+  46.5, 41.5, 36.1; per script below);
 - ``--studies`` (``make bench-studies``): the long, table-producing studies, about
   7 hours. Each saves its finished units in ``outputs/bench-studies/<script>.jsonl``
   (``_common.ResultStore``), so an interrupted run continues where it stopped;
@@ -22,22 +23,23 @@ import time
 from pathlib import Path
 
 #: Side-by-side ratios, ``make bench`` (minutes on the 2-core CPU machine, measured in one
-#: run on 2026-11-29 after the kernel tile split: 41.5 in all; 46.5 the run before).
+#: run on 2026-11-29 after pn.cg's host-decided iterations: 36.1 in all; 41.5 and 46.5
+#: the runs before).
 RATIOS = [
-    "bench_cg.py",  # 2.5
-    "bench_kernel_matrix.py",  # 1.0
+    "bench_cg.py",  # 2.1
+    "bench_kernel_matrix.py",  # 0.7
     "bench_kernel_algebra.py",  # fused k1 + k2, chunked and keops: 9.5-13.6 (--quick: 2)
-    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: 1.7
-    "bench_pls.py",  # 2.3
-    # precision="mixed" against float64 CG, dense n = 10⁴ and chunked n = 2·10⁴: 3.7
+    "bench_distributed.py",  # backend="distributed", 1 → 2 processes: 1.6
+    "bench_pls.py",  # 2.2
+    # precision="mixed" against float64 CG, dense n = 10⁴ and chunked n = 2·10⁴: 3.8
     "bench_mixed_precision.py",
     "bench_ulisse.py",  # 0.1
-    "bench_itergp.py",  # with the n = 10⁵ chunked and KeOps runs: 4.0
-    "bench_love.py",  # 3.5
-    "bench_ski_love.py",  # Pleiss et al. (2018), SKI + LOVE: 7.1 (--quick: 1)
+    "bench_itergp.py",  # with the n = 10⁵ chunked and KeOps runs: 3.8
+    "bench_love.py",  # 3.6
+    "bench_ski_love.py",  # Pleiss et al. (2018), SKI + LOVE: 6.7 (--quick: 1)
     # Evans & Nair (2020): flat cost per step, Fig. 1: 0.6 (--quick: 1)
     "bench_qsgp_cost.py",
-    "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: 1.5
+    "bench_gpu.py",  # the GPU numbers (make gpu-check); on a CPU a dry run: 1.4
 ]
 
 #: Long studies, ``make bench-studies``: resumable (``--fresh`` starts over).
