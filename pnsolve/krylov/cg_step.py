@@ -65,10 +65,12 @@ def host_step(run: CGRun, cols: ActiveColumns, M: LinearOperator | None) -> torc
     if factor is None:  # convergence claims only: norms and tolerances are exact as floats
         norms = rn.tolist()
         any_check = any(r <= t for r, t in zip(norms, cols.tol.tolist(), strict=True))
+        check = replacement_check(cols, rn, None) if any_check else None
     else:  # the tensors' own rounding of factor · rmax decides, as in `step`
-        any_check = bool(replacement_check(cols, rn, factor).any())
-    if any_check:
-        return settle(run, cols, rn, replacement_check(cols, rn, factor), True, None, None)
+        check = replacement_check(cols, rn, factor)
+        any_check = bool(check.any())
+    if check is not None and any_check:
+        return settle(run, cols, rn, check, True, None, None)
     if factor is not None:  # the largest residual since the last replacement (read above)
         torch.maximum(cols.rmax, rn, out=cols.rmax)
     run.it += 1
