@@ -6,13 +6,11 @@ import copy
 import dataclasses
 import time
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from ..._core.statefile import load_state, save_state
 from ..._core.validation import (
     check_bool,
     check_int,
@@ -21,7 +19,8 @@ from ..._core.validation import (
     require_generator,
 )
 from ...likelihoods.gaussian import Gaussian
-from .estimator import ControlVariates, estimate
+from .checkpoint import load_checkpoint, save_checkpoint
+from .estimator import estimate
 from .finite import checked_elbo, step_gradients
 from .optim import SparseAdagrad
 from .run import (
@@ -31,7 +30,6 @@ from .run import (
     WARM_LR,
     QSGPRun,
     QSGPTrainingState,
-    identity_mismatch,
 )
 from .sampling import Draw, draw_indices
 from .warm_start import WARM_START_ITERATIONS, WarmStart
@@ -167,7 +165,7 @@ def fit(
     done, history = (0, []) if state is None else (state.steps_done, list(state.history))
     path = None if checkpoint is None else Path(checkpoint)
     if path is not None and path.exists():
-        done, history, warmed = _load(q, path, run, adagrad, adam, generator)
+        done, history, warmed = load_checkpoint(q, path, run, adagrad, adam, generator)
         q.cv_data = q.data_digest(X, y)  # the identity covers the data: the state is for it
     elif state is None and warm:
         warmed = start_warm(q, X, y, warm)
@@ -226,7 +224,7 @@ def fit(
                 bar.set_postfix(elbo=f"{history[-1]['elbo']:.4g}", refresh=False)
             if path is not None and (done % checkpoint_every == 0 or done == steps):
                 q.training = _record(run, done, history, adagrad, adam, warmed)
-                _save(q, path, generator)
+                save_checkpoint(q, path, generator)
     finally:
         if bar is not None:
             bar.close()
@@ -349,72 +347,3 @@ def _update_variational(q: QSGP, draw: Draw, est, adagrad: SparseAdagrad) -> Non
             outside = ~torch.isin(torch.arange(R, device=u.device), u)
             d_diag = (torch.exp(cov.log_diag[:R]) - diag_old) * outside
             cv.A += cv.basis_dense * d_diag
-
-
-def _state(q: QSGP, generator: torch.Generator) -> dict:
-    assert q.features is not None and q.cov is not None and q.training is not None
-    training = q.training
-    return {
-        "identity": training.run.identity(),
-        "steps_done": training.steps_done,
-        "history": list(training.history),
-        "adagrad": training.adagrad,
-        "adam": training.adam,
-        "warm": None if training.warm is None else asdict(training.warm),
-        "mean_weights": q.mean_weights,
-        "cov": q.cov.state_dict(),
-        "log_noise": q.log_noise,
-        "kernel": q.kernel.state_dict(),
-        "features": q.features.rff.state_dict(),
-        "frozen": q.features.frozen_state(),
-        "cv": None if q.cv is None else asdict(q.cv),
-        "generator": generator.get_state(),
-        "model_generator": q.generator.get_state(),
-    }
-
-
-def _save(q: QSGP, path: Path, generator: torch.Generator) -> None:
-    save_state(path, "qsgp", "qsgp-run", _state(q, generator))
-
-
-def _load(
-    q: QSGP,
-    path: Path,
-    run: QSGPRun,
-    adagrad: SparseAdagrad,
-    adam: torch.optim.Optimizer,
-    generator: torch.Generator,
-) -> tuple[int, list[dict[str, float]], WarmStart | None]:
-    """Restore a checkpoint of ``run`` into ``q`` and the optimisers.
-
-    Returns the steps taken, the history and what the run's warm start did.
-    """
-    state = load_state(path, "qsgp", "qsgp-run")
-    saved = state.get("identity")
-    mismatch = (
-        "no run identity (written by an older pnsolve)"
-        if not isinstance(saved, dict)
-        else identity_mismatch(saved, run.identity())
-    )
-    if mismatch is not None:
-        raise ValueError(
-            f"checkpoint {str(path)!r} belongs to another run: {mismatch}; delete it or "
-            "choose another checkpoint file"
-        )
-    assert q.features is not None and q.cov is not None and q.mean_weights is not None
-    assert q.log_noise is not None
-    with torch.no_grad():
-        q.mean_weights.copy_(state["mean_weights"])
-        q.cov.load_state_dict(state["cov"])
-        q.log_noise.copy_(state["log_noise"])
-        q.kernel.load_state_dict(state["kernel"])
-        q.features.rff.load_state_dict(state["features"])
-    q.features.load_frozen_state(state["frozen"])
-    q.cv = None if state["cv"] is None else ControlVariates(**state["cv"])
-    adagrad.load_state_dict(state["adagrad"])
-    adam.load_state_dict(state["adam"])
-    generator.set_state(state["generator"])
-    q.generator.set_state(state["model_generator"])
-    warm = state.get("warm")
-    warmed = None if warm is None else WarmStart(**warm)
-    return int(state["steps_done"]), list(state["history"]), warmed
